@@ -1,0 +1,3 @@
+from memserver.cli import main
+
+main()

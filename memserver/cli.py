@@ -1,0 +1,219 @@
+"""The `memserver` command line (the sole click importer).
+
+Commands are thin: parse, call one Engine method, format. Data goes to stdout
+(one JSON object with --json); progress, logs and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+
+from memserver.core.errors import MemserverError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _emit_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False))
+
+
+def _fail(err: MemserverError) -> None:
+    click.secho(f"error: {err.message}", fg="red", err=True)
+    if err.hint:
+        click.echo(f"  hint: {err.hint}", err=True)
+    sys.exit(err.exit_code)
+
+
+def handle_errors(fn: F) -> F:
+    """Map our errors to a message, a hint and an exit code; Ctrl-C to exit 130."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MemserverError as err:
+            _fail(err)
+        except KeyboardInterrupt:
+            click.echo(
+                "interrupted: finished batches are kept; run the command again to resume", err=True
+            )
+            sys.exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def index_options(fn: F) -> F:
+    fn = click.option(
+        "--index-dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        envvar="MEMSERVER_INDEX_DIR",
+        help="Index location (default: <root>/.memserver).",
+    )(fn)
+    fn = click.option(
+        "--root",
+        "root_opt",
+        type=click.Path(),
+        default=None,
+        help="Project root (default: the current directory).",
+    )(fn)
+    return fn
+
+
+def _engine(root: str | None, index_dir: str | None, embedder: str | None = None) -> Any:
+    from memserver.engine import Engine
+
+    return Engine(root, index_dir, embedder_flag=embedder)
+
+
+def _is_tty() -> bool:
+    return sys.stderr.isatty()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="memserver")
+def main() -> None:
+    """memserver: a local memory of whole codebases for coding agents."""
+
+
+# -- index ----------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path())
+@index_options
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List what would be indexed and why the rest is "
+    "skipped, with totals; stores and embeds nothing.",
+)
+@click.option("--rebuild", is_flag=True, help="Drop the index and build it again.")
+@click.option(
+    "--embedder",
+    default=None,
+    help="Embedding model: a fastembed model name, "
+    "'hashing' (tests), or 'none' (BM25 only). Default: the index's, else config.",
+)
+@click.option(
+    "--no-embed",
+    is_flag=True,
+    help="Store chunks (BM25-searchable) and leave embedding for a later run.",
+)
+@handle_errors
+def index(
+    path: str | None,
+    root_opt: str | None,
+    index_dir: str | None,
+    as_json: bool,
+    dry_run: bool,
+    rebuild: bool,
+    embedder: str | None,
+    no_embed: bool,
+) -> None:
+    """Index the project at PATH (default: current directory) incrementally."""
+    engine = _engine(path or root_opt, index_dir, embedder)
+    if dry_run:
+        from memserver.cli_format import dry_run_summary, print_dry_run
+
+        summary = dry_run_summary(engine)
+        _emit_json(summary) if as_json else print_dry_run(summary)
+        return
+    from memserver.cli_format import RichProgress, print_index_report
+
+    progress = RichProgress() if _is_tty() and not as_json else None
+    report = engine.index(rebuild=rebuild, embed=not no_embed, progress=progress)
+    _emit_json(report.to_dict()) if as_json else print_index_report(report)
+
+
+# -- recall ---------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("query", required=False)
+@index_options
+@click.option("-k", "k", type=click.IntRange(1, 200), default=None, help="Evidence items (10).")
+@click.option(
+    "--budget-tokens",
+    type=click.IntRange(1, 1_000_000),
+    default=None,
+    help="Token budget of the evidence pack (4096).",
+)
+@click.option(
+    "--max-files",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="Distinct files in the pack (5).",
+)
+@click.option(
+    "--queries",
+    type=click.File("r"),
+    default=None,
+    help="Batch mode: a JSONL file of {qid, query}; one result line per query.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def recall(
+    query: str | None,
+    root_opt: str | None,
+    index_dir: str | None,
+    k: int | None,
+    budget_tokens: int | None,
+    max_files: int | None,
+    queries: Any,
+    as_json: bool,
+) -> None:
+    """Find the code that answers QUERY: ranked chunks with paths and line ranges."""
+    if not query and queries is None:
+        raise click.UsageError("give a QUERY or --queries FILE.jsonl")
+    recaller = _engine(root_opt, index_dir).recaller()
+    opts = {"k": k, "budget_tokens": budget_tokens, "max_files": max_files}
+    if queries is not None:
+        for n, line in enumerate(queries, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                text = item["query"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise click.UsageError(
+                    f"--queries line {n} is not a {{qid, query}} object: {exc}"
+                ) from exc
+            result = recaller.recall(text, **opts).to_dict()
+            _emit_json({"qid": item.get("qid", n), **result})
+        return
+    result = recaller.recall(query, **opts)
+    if as_json:
+        _emit_json(result.to_dict())
+    else:
+        from memserver.cli_format import print_recall
+
+        print_recall(result)
+
+
+# -- status ---------------------------------------------------------------------
+
+
+@main.command()
+@index_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def status(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
+    """What is indexed, when, with which embedder, and whether it matches the tree."""
+    info = _engine(root_opt, index_dir).status()
+    if as_json:
+        _emit_json(info)
+    else:
+        from memserver.cli_format import print_status
+
+        print_status(info)
+
+
+__all__ = ["main"]

@@ -1,0 +1,180 @@
+"""Human-readable output of the CLI (rich), kept apart from the command wiring."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from memserver.core.types import IndexReport, RecallResult
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class RichProgress:
+    """A progress bar per phase on stderr (only used when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        self._bar: Progress | None = None
+        self._task: Any = None
+
+    def start(self, phase: str, total: int) -> None:
+        self.finish()
+        self._bar = Progress(
+            TextColumn("{task.description:>10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(phase, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _reasons(skipped: dict[str, str]) -> Counter[str]:
+    return Counter(reason.split(":")[0].split(" (")[0] for reason in skipped.values())
+
+
+def print_index_report(r: IndexReport) -> None:
+    out.print(f"[bold]indexed[/] {r.root} → {r.index_dir}")
+    out.print(
+        f"  files: {r.files_indexed} indexed, {r.files_unchanged} unchanged, "
+        f"{r.files_removed} removed, {r.files_skipped} skipped"
+    )
+    out.print(
+        f"  chunks: +{r.chunks_added} −{r.chunks_removed} = {r.chunks_total} current, "
+        f"{r.tokens:,} tokens in new/changed files"
+    )
+    emb = f"{r.chunks_embedded} embedded with {r.embedder}" if r.embedder != "none" else "BM25 only"
+    out.print(
+        f"  vectors: {emb}"
+        + (
+            f", {r.chunks_unembedded} still pending (run `memserver index` again to finish)"
+            if r.chunks_unembedded
+            else ""
+        )
+    )
+    out.print(
+        f"  time: {r.seconds:.1f}s (searchable by keyword after {r.seconds_to_search:.1f}s, "
+        f"embedding {r.seconds_embedding:.1f}s)"
+    )
+    if r.repaired:
+        out.print(f"  [yellow]repaired {r.repaired} entries left by an interrupted run[/]")
+    if r.skipped:
+        summary = ", ".join(f"{n} {why}" for why, n in _reasons(r.skipped).most_common())
+        out.print(f"  skipped: {summary}  (see --dry-run or --json for each path)")
+    for path, why in sorted(r.parse_fallbacks.items()):
+        out.print(f"  [yellow]line windows for {path}[/]: {why}")
+
+
+def dry_run_summary(engine: Any) -> dict[str, Any]:
+    walked = engine.walk()
+    by_lang: Counter[str] = Counter(f.language for f in walked.files)
+    return {
+        "root": str(engine.root),
+        "index_dir": str(engine.index_dir),
+        "files": [{"path": f.path, "language": f.language, "bytes": f.size} for f in walked.files],
+        "skipped": {s.path: s.reason for s in walked.skipped},
+        "totals": {
+            "files": len(walked.files),
+            "bytes": sum(f.size for f in walked.files),
+            "skipped": len(walked.skipped),
+            "by_language": dict(by_lang.most_common()),
+            "skipped_by_reason": dict(_reasons({s.path: s.reason for s in walked.skipped})),
+        },
+    }
+
+
+def print_dry_run(summary: dict[str, Any]) -> None:
+    for f in summary["files"]:
+        out.print(f"  index  {f['path']}  [dim]({f['language']}, {f['bytes']:,} B)[/]")
+    for path, why in sorted(summary["skipped"].items()):
+        out.print(f"  [dim]skip   {path}  — {why}[/]")
+    t = summary["totals"]
+    langs = ", ".join(f"{n} {lang}" for lang, n in t["by_language"].items())
+    out.print(f"[bold]would index {t['files']} files ({t['bytes']:,} bytes)[/]: {langs}")
+    out.print(
+        f"[bold]would skip {t['skipped']}[/]: "
+        + ", ".join(f"{n} {why}" for why, n in t["skipped_by_reason"].items())
+    )
+
+
+def print_recall(result: RecallResult) -> None:
+    if not result.evidence:
+        out.print("no matching code found")
+    for ev in result.evidence:
+        label = f"{ev.path}:{ev.start_line}-{ev.end_line}"
+        extra = "" if ev.embedded else "  [yellow](not embedded yet: keyword match only)[/]"
+        out.print(
+            f"[bold cyan]{label}[/]  {ev.symbol or ev.kind}  "
+            f"[dim]score {ev.score:.4f} via {'+'.join(ev.routes)}[/]{extra}"
+        )
+        out.print(ev.text, markup=False)
+        out.print()
+    more = " (some results left out to fit the budget)" if result.truncated else ""
+    out.print(f"[dim]{len(result.evidence)} results, {result.tokens} tokens{more}[/]")
+    if result.unembedded:
+        out.print(
+            f"[yellow]{result.unembedded} chunks are not embedded yet; "
+            "run `memserver index` to finish[/]"
+        )
+
+
+def print_status(info: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None)
+    git = info["git"]
+    rows = [
+        ("root", info["root"]),
+        ("index", info["index_dir"]),
+        ("files", str(info["files"])),
+        ("chunks", str(info["chunks"])),
+        ("embedder", f"{info['embedder']} (dim {info['dim']})"),
+        ("indexed at", info["indexed_at"] or "never finished"),
+        (
+            "git",
+            f"indexed {git['indexed_branch'] or '-'}@{git['indexed_commit'][:10] or '-'}, "
+            f"tree {git['head_branch'] or '-'}@{git['head_commit'][:10] or '-'}",
+        ),
+    ]
+    if info["unembedded_chunks"]:
+        rows.append(("pending", f"{info['unembedded_chunks']} chunks without vectors"))
+    for k, v in rows:
+        table.add_row(k, v)
+    out.print(table)
+    if info["up_to_date"]:
+        out.print("[green]the index matches the working tree[/]")
+        return
+    for key, label in (
+        ("stale_files", "changed"),
+        ("new_files", "new"),
+        ("removed_files", "deleted"),
+    ):
+        paths = info[key]
+        if paths:
+            shown = ", ".join(paths[:10]) + (f" … (+{len(paths) - 10})" if len(paths) > 10 else "")
+            out.print(f"[yellow]{len(paths)} {label} since indexing[/]: {shown}")
+    if info["interrupted"]:
+        out.print("[yellow]the last index run was interrupted[/]")
+    out.print("run `memserver index` to bring it up to date")

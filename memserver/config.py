@@ -1,0 +1,185 @@
+"""Settings: loaded once at the edge, then each component gets its own section.
+
+Precedence, lowest first: the defaults below (documented one by one in
+`configs/default.toml`, which a test keeps in step with them) < the user
+config (`$XDG_CONFIG_HOME/memserver/config.toml`) < `<root>/.memserver.toml`
+< environment variables `MEMSERVER_<SECTION>_<KEY>` < command-line flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memserver.core.errors import ConfigError
+from memserver.core.types import ChunkOptions, WalkOptions
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    dir: str = ".memserver"  # relative paths are taken from the project root
+    max_file_bytes: int = 1_000_000
+    exclude: tuple[str, ...] = ()
+    follow_symlinks: bool = True
+    lock_timeout_seconds: float = 10.0
+    batch_files: int = 200
+    embed_batch_chunks: int = 256
+
+    def walk_options(self) -> WalkOptions:
+        return WalkOptions(
+            max_file_bytes=self.max_file_bytes,
+            exclude=self.exclude,
+            follow_symlinks=self.follow_symlinks,
+        )
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"  # or "hashing", or "none"
+    batch_size: int = 32
+    threads: int = 0  # 0: ONNX Runtime decides
+    cache_dir: str = ""  # "": fastembed's default (honours FASTEMBED_CACHE_PATH)
+    max_chars: int = 2000  # text beyond this is never seen by a 256-token model
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    k: int = 10
+    budget_tokens: int = 4096
+    max_files: int = 5
+    rrf_k: int = 60
+    candidates: int = 50
+    bm25_weight: float = 1.0
+    dense_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    name: str = ""  # "": the root folder's name
+
+
+@dataclass(frozen=True)
+class Settings:
+    project: ProjectSettings = field(default_factory=ProjectSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    chunking: ChunkOptions = field(default_factory=ChunkOptions)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    recall: RecallSettings = field(default_factory=RecallSettings)
+
+
+SECTIONS = tuple(f.name for f in dataclasses.fields(Settings))
+
+
+def _coerce(section: str, key: str, value: Any, default: Any) -> Any:
+    where = f"[{section}] {key}"
+    if isinstance(default, bool):
+        if isinstance(value, str):
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+        if isinstance(value, bool):
+            return value
+    elif isinstance(default, int):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            pass
+    elif isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    elif isinstance(default, tuple):
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+    elif isinstance(default, str):
+        return str(value)
+    raise ConfigError(
+        f"setting {where} = {value!r} is not a valid {type(default).__name__}",
+        hint="fix the value in your config file or MEMSERVER_* variable; "
+        "configs/default.toml documents every setting",
+    )
+
+
+def _apply(settings: Settings, overrides: Mapping[str, Mapping[str, Any]], origin: str) -> Settings:
+    changes: dict[str, Any] = {}
+    for section, values in overrides.items():
+        if section not in SECTIONS or not isinstance(values, Mapping):
+            raise ConfigError(
+                f"unknown config section [{section}] in {origin}",
+                hint=f"known sections: {', '.join(SECTIONS)}",
+            )
+        current = getattr(settings, section)
+        known = {f.name for f in dataclasses.fields(current)}
+        fixed: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(
+                    f"unknown setting [{section}] {key} in {origin}",
+                    hint=f"known keys in [{section}]: {', '.join(sorted(known))}",
+                )
+            fixed[key] = _coerce(section, key, value, getattr(current, key))
+        changes[section] = dataclasses.replace(current, **fixed)
+    return dataclasses.replace(settings, **changes)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"cannot parse {path}: {exc}", hint="fix the TOML syntax") from exc
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for name, value in env.items():
+        if not name.startswith("MEMSERVER_"):
+            continue
+        rest = name[len("MEMSERVER_") :].lower()
+        for section in SECTIONS:
+            if rest.startswith(section + "_"):
+                out.setdefault(section, {})[rest[len(section) + 1 :]] = value
+                break
+    return out
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "memserver" / "config.toml"
+
+
+def load_settings(
+    root: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    user_config: Path | None = None,
+) -> Settings:
+    """Build Settings from every layer; `overrides` are the command-line flags."""
+    env = os.environ if env is None else env
+    settings = Settings()
+    layers: list[tuple[Path, str]] = [(user_config or user_config_path(env), "user config")]
+    if root is not None:
+        layers.append((root / ".memserver.toml", "project config"))
+    for path, origin in layers:
+        if path.is_file():
+            settings = _apply(settings, _read_toml(path), f"{origin} {path}")
+    settings = _apply(settings, _env_overrides(env), "environment")
+    if overrides:
+        settings = _apply(settings, overrides, "command line")
+    return settings
+
+
+def settings_from_toml(path: Path) -> Settings:
+    """Settings exactly as one TOML file states them (used to check default.toml)."""
+    return _apply(Settings(), _read_toml(path), str(path))

@@ -1,0 +1,1 @@
+"""Core types, protocols and errors: standard library only."""

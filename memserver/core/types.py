@@ -1,0 +1,226 @@
+"""Our own frozen types: the only values that cross module boundaries.
+
+Nothing here imports beyond the standard library, so `indexers` (which may
+only import `memserver.core`) and every service can share them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file discovery decided to index."""
+
+    path: str  # POSIX, relative to the project root
+    abs_path: str
+    size: int
+    mtime_ns: int
+    language: str  # a name from indexers.languages, "text" when unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A file (or folder) discovery left out, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class WalkResult:
+    files: tuple[SourceFile, ...]
+    skipped: tuple[Skip, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WalkOptions:
+    """Discovery settings (the `[index]` section that discovery needs)."""
+
+    max_file_bytes: int = 1_000_000
+    exclude: tuple[str, ...] = ()  # extra gitignore-style patterns
+    include_hidden: bool = True  # dot-files other than the default excludes
+    follow_symlinks: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkOptions:
+    """Chunking settings (the `[chunking]` section)."""
+
+    max_tokens: int = 1000  # a unit above this is split at child boundaries
+    min_tokens: int = 48  # siblings below this are merged with neighbours...
+    merge_target_tokens: int = 320  # ...while the merged chunk stays below this
+    window_lines: int = 60  # line windows for text, data files and fallbacks
+    max_parse_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """A chunk as a chunker cuts it: raw text and where it sits, no id yet."""
+
+    path: str
+    language: str
+    kind: str  # function, method, class, module, section, text, ...
+    symbol: str  # qualified name ("Client.send"), heading path, or ""
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    text: str  # the exact source lines start_line..end_line joined by "\n"
+    header: str = ""  # enclosing class/namespace signature, for context
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkResult:
+    chunks: tuple[ChunkDraft, ...]
+    fallback_reason: str | None = None  # set when the parser failed and line windows were used
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A stored chunk of the detailed view (content-addressed id)."""
+
+    id: str
+    project: str
+    origin: str  # file | note | turn | code_block
+    path: str
+    language: str
+    kind: str
+    symbol: str
+    start_line: int
+    end_line: int
+    text: str
+    header: str
+    tokens: int
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One candidate from one retrieval arm."""
+
+    id: str
+    score: float
+    arm: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    kind: str
+    language: str
+    text: str
+    score: float
+    tokens: int
+    routes: tuple[str, ...] = ()
+    embedded: bool = True
+    memory_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "symbol": self.symbol,
+            "kind": self.kind,
+            "language": self.language,
+            "score": round(self.score, 6),
+            "tokens": self.tokens,
+            "routes": list(self.routes),
+            "embedded": self.embedded,
+            "memory_ids": list(self.memory_ids),
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    query: str
+    found: bool | None
+    confidence: float | None
+    tokens: int
+    truncated: bool
+    evidence: tuple[Evidence, ...]
+    unembedded: int = 0  # current chunks still waiting for a vector
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "found": self.found,
+            "confidence": self.confidence,
+            "tokens": self.tokens,
+            "truncated": self.truncated,
+            "unembedded_chunks": self.unembedded,
+            "evidence": [e.to_dict() for e in self.evidence],
+        }
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """What one `memserver index` run did (mutable while the run fills it)."""
+
+    root: str
+    index_dir: str
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+    parse_fallbacks: dict[str, str] = field(default_factory=dict)
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_total: int = 0
+    chunks_embedded: int = 0
+    chunks_unembedded: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    seconds_to_search: float = 0.0  # until BM25 could answer
+    seconds_embedding: float = 0.0
+    embedder: str = ""
+    repaired: int = 0  # rows fixed by reconciliation after an interrupted run
+
+    @property
+    def files_skipped(self) -> int:
+        return len(self.skipped)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "index_dir": self.index_dir,
+            "files_indexed": self.files_indexed,
+            "files_unchanged": self.files_unchanged,
+            "files_removed": self.files_removed,
+            "files_skipped": self.files_skipped,
+            "skipped": dict(sorted(self.skipped.items())),
+            "parse_fallbacks": dict(sorted(self.parse_fallbacks.items())),
+            "chunks_added": self.chunks_added,
+            "chunks_removed": self.chunks_removed,
+            "chunks_total": self.chunks_total,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_unembedded": self.chunks_unembedded,
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 3),
+            "seconds_to_search": round(self.seconds_to_search, 3),
+            "seconds_embedding": round(self.seconds_embedding, 3),
+            "embedder": self.embedder,
+            "repaired": self.repaired,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """One row of the files manifest: what a file held when it was last indexed."""
+
+    path: str
+    content_hash: str
+    size: int
+    mtime_ns: int
+    language: str
+    chunk_ids: tuple[str, ...]
+    git_commit: str = ""
+    git_branch: str = ""

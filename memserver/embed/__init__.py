@@ -1,0 +1,35 @@
+"""Embedders: fastembed for real use, a hashing embedder for fast tests, or none."""
+
+from __future__ import annotations
+
+from memserver.config import EmbeddingSettings
+from memserver.core.protocols import Embedder
+
+NONE = "none"
+HASHING = "hashing"
+
+
+def make_embedder(settings: EmbeddingSettings) -> Embedder | None:
+    """The embedder the settings name; None for BM25-only indexes. Loads lazily."""
+    if settings.model == NONE:
+        return None
+    if settings.model.startswith(HASHING):
+        from memserver.embed.hashing import HashingEmbedder
+
+        return HashingEmbedder()
+    from memserver.embed.fastembed import FastEmbedder
+
+    return FastEmbedder(settings)
+
+
+def embedder_identity(settings: EmbeddingSettings) -> tuple[str, int]:
+    """(name, dim) without loading a model: what the index metadata records."""
+    if settings.model == NONE:
+        return NONE, 0
+    if settings.model.startswith(HASHING):
+        from memserver.embed.hashing import HashingEmbedder
+
+        return HashingEmbedder.name, HashingEmbedder.dim
+    from memserver.embed.fastembed import known_dim
+
+    return settings.model, known_dim(settings.model)

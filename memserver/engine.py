@@ -1,0 +1,192 @@
+"""The composition root: Settings → concrete parts. The one place that wires things."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from memserver.config import Settings, load_settings
+from memserver.core.errors import PathError
+from memserver.core.ids import content_hash
+from memserver.core.protocols import Embedder, Progress
+from memserver.core.types import IndexReport, WalkResult
+from memserver.embed import embedder_identity, make_embedder
+from memserver.store.meta import read_meta
+
+
+def resolve_root(root: str | Path | None) -> Path:
+    path = Path(root or ".").expanduser()
+    if not path.exists():
+        raise PathError(f"{path} does not exist", hint="pass the project folder as PATH or --root")
+    if not path.is_dir():
+        raise PathError(f"{path} is not a directory", hint="pass the project folder, not a file")
+    return path.resolve()
+
+
+class Engine:
+    """Everything a command needs for one project root and one index directory."""
+
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        index_dir: str | Path | None = None,
+        *,
+        overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        env: Mapping[str, str] | None = None,
+        embedder_flag: str | None = None,
+    ) -> None:
+        self.root = resolve_root(root)
+        settings = load_settings(self.root, env=env, overrides=overrides)
+        chosen = Path(index_dir).expanduser() if index_dir else Path(settings.index.dir)
+        self.index_dir = (chosen if chosen.is_absolute() else self.root / chosen).resolve()
+        meta = read_meta(self.index_dir) if (self.index_dir / "meta.json").exists() else None
+        if embedder_flag:
+            settings = dataclasses.replace(
+                settings, embedding=dataclasses.replace(settings.embedding, model=embedder_flag)
+            )
+        elif meta is not None:  # an existing index keeps the embedder that built it
+            settings = dataclasses.replace(
+                settings, embedding=dataclasses.replace(settings.embedding, model=meta.embedder)
+            )
+        self.settings: Settings = settings
+        self.project = (meta.project if meta else "") or settings.project.name or self.root.name
+
+    @cached_property
+    def tokens(self) -> Any:
+        from memserver.tokens import default_counter
+
+        return default_counter()
+
+    @cached_property
+    def embedder(self) -> Embedder | None:
+        return make_embedder(self.settings.embedding)
+
+    def embedder_identity(self) -> tuple[str, int]:
+        return embedder_identity(self.settings.embedding)
+
+    def walk(self) -> WalkResult:
+        from indexers.walk import walk
+
+        inside = [str(self.index_dir)] if self.index_dir.is_relative_to(self.root) else []
+        return walk(self.root, self.settings.index.walk_options(), ignore_dirs=inside)
+
+    def chunker(self) -> Any:
+        from indexers.chunking import FileChunker
+
+        return FileChunker(self.settings.chunking, self.tokens)
+
+    # -- stores ----------------------------------------------------------------
+
+    def open_store(self) -> Any:
+        from memserver.store.index import IndexStore
+
+        name, dim = self.embedder_identity()
+        return IndexStore.open(self.index_dir, name, dim)
+
+    def _writable_store(self, rebuild: bool) -> Any:
+        from memserver.ingest.git import exclude_from_git
+        from memserver.store.index import IndexStore
+        from memserver.tokens import TiktokenCounter
+
+        name, dim = self.embedder_identity()
+        if rebuild and self.index_dir.exists():
+            shutil.rmtree(self.index_dir / "lance", ignore_errors=True)
+            shutil.rmtree(self.index_dir / "bm25", ignore_errors=True)
+            (self.index_dir / "meta.json").unlink(missing_ok=True)
+        store = IndexStore.create_or_open(
+            self.index_dir, name, dim, self.project, str(self.root), TiktokenCounter.name
+        )
+        exclude_from_git(self.root, self.index_dir)
+        return store
+
+    # -- commands ----------------------------------------------------------------
+
+    def index(
+        self, *, rebuild: bool = False, embed: bool = True, progress: Progress | None = None
+    ) -> IndexReport:
+        from memserver.ingest.git import head
+        from memserver.ingest.pipeline import Indexer
+
+        report = IndexReport(root=str(self.root), index_dir=str(self.index_dir))
+        walked = self.walk()
+        report.skipped.update({s.path: s.reason for s in walked.skipped})
+        if not walked.files and not (self.index_dir / "meta.json").exists():
+            raise PathError(
+                f"nothing to index under {self.root}: no text or source files "
+                f"({len(walked.skipped)} skipped)",
+                hint="check the path, or see why files are skipped with "
+                "`memserver index --dry-run`",
+            )
+        store = self._writable_store(rebuild)
+        report.embedder = store.meta.embedder
+        with store.lock(self.settings.index.lock_timeout_seconds):
+            indexer = Indexer(
+                store,
+                self.chunker(),
+                self.embedder,
+                batch_files=self.settings.index.batch_files,
+                embed_batch=self.settings.index.embed_batch_chunks,
+                progress=progress,
+                git=head(self.root),
+            )
+            return indexer.run(walked.files, report, embed=embed)
+
+    def recaller(self) -> Any:
+        from memserver.retrieve.recall import Recaller
+
+        return Recaller(self.open_store(), self.embedder, self.settings.recall)
+
+    def status(self) -> dict[str, Any]:
+        from memserver.ingest.git import head
+
+        store = self.open_store()
+        manifest = store.lance.manifest()
+        walked = self.walk()
+        on_disk = {f.path: f for f in walked.files}
+        stale = []
+        for path, f in on_disk.items():
+            rec = manifest.get(path)
+            if rec is None or (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
+                continue
+            try:
+                if content_hash(Path(f.abs_path).read_bytes()) != rec.content_hash:
+                    stale.append(path)
+            except OSError:
+                stale.append(path)
+        new = sorted(set(on_disk) - set(manifest))
+        removed = sorted(set(manifest) - set(on_disk))
+        commit, branch = head(self.root)
+        meta = store.meta
+        return {
+            "root": str(self.root),
+            "index_dir": str(self.index_dir),
+            "project": meta.project,
+            "files": len(manifest),
+            "chunks": store.lance.count_current(),
+            "unembedded_chunks": store.lance.count_unembedded() if meta.dim else 0,
+            "embedder": meta.embedder,
+            "dim": meta.dim,
+            "tokenizer": meta.tokenizer,
+            "schema_version": meta.schema_version,
+            "created_at": meta.created_at,
+            "indexed_at": meta.indexed_at,
+            "interrupted": store.dirty,
+            "git": {
+                "indexed_commit": meta.git_commit,
+                "indexed_branch": meta.git_branch,
+                "head_commit": commit,
+                "head_branch": branch,
+                "matches": (meta.git_commit, meta.git_branch) == (commit, branch),
+            },
+            "stale_files": sorted(stale),
+            "new_files": new,
+            "removed_files": removed,
+            "up_to_date": not (stale or new or removed) and not store.dirty,
+        }
+
+
+__all__ = ["Engine", "resolve_root"]

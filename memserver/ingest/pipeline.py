@@ -1,0 +1,278 @@
+"""Index a tree: files → chunks → diff against the manifest → store → embed.
+
+Two phases. The first stores chunks (LanceDB rows, tantivy documents, then the
+manifest) so BM25 can answer as soon as it ends. The second embeds chunks that
+lack a vector, in batches that each commit on their own: an interrupted or
+backgrounded embedding phase resumes where it stopped on the next run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memserver.core.ids import chunk_id, content_hash
+from memserver.core.protocols import Chunker, Embedder, NullProgress, Progress
+from memserver.core.types import Chunk, ChunkDraft, FileRecord, IndexReport, SourceFile
+from memserver.store.index import IndexStore
+
+
+@dataclass
+class _FilePlan:
+    source: SourceFile
+    digest: str
+    text: str
+    old: FileRecord | None
+
+
+@dataclass
+class _Plan:
+    changed: list[_FilePlan] = field(default_factory=list)
+    touched: list[FileRecord] = field(default_factory=list)  # same content, new mtime
+    removed: list[FileRecord] = field(default_factory=list)
+    unchanged: int = 0
+
+
+def embed_text(chunk: Chunk) -> str:
+    """What the dense model sees: where the chunk is and what it is, then the code."""
+    return "\n".join(p for p in (chunk.path, chunk.header, chunk.symbol, chunk.text) if p)
+
+
+def to_chunks(project: str, drafts: Sequence[ChunkDraft]) -> list[Chunk]:
+    """Give drafts their content ids; identical twins in one file get ordinals."""
+    seen: dict[str, int] = {}
+    out = []
+    for d in drafts:
+        digest = content_hash(d.text)
+        ordinal = seen.get(digest, 0)
+        seen[digest] = ordinal + 1
+        out.append(
+            Chunk(
+                id=chunk_id(project, d.path, d.text, ordinal),
+                project=project,
+                origin="file",
+                path=d.path,
+                language=d.language,
+                kind=d.kind,
+                symbol=d.symbol,
+                start_line=d.start_line,
+                end_line=d.end_line,
+                text=d.text,
+                header=d.header,
+                tokens=d.tokens,
+                content_hash=digest,
+            )
+        )
+    return out
+
+
+class Indexer:
+    def __init__(
+        self,
+        store: IndexStore,
+        chunker: Chunker,
+        embedder: Embedder | None,
+        *,
+        batch_files: int = 200,
+        embed_batch: int = 256,
+        progress: Progress | None = None,
+        git: tuple[str, str] = ("", ""),
+    ) -> None:
+        self.store = store
+        self.chunker = chunker
+        self.embedder = embedder
+        self.batch_files = batch_files
+        self.embed_batch = embed_batch
+        self.progress = progress or NullProgress()
+        self.git = git
+
+    # -- phase 0: what changed --------------------------------------------------
+
+    def plan(self, files: Sequence[SourceFile], report: IndexReport) -> _Plan:
+        manifest = self.store.lance.manifest()
+        plan = _Plan()
+        self.progress.start("scanning", len(files))
+        for f in files:
+            self.progress.advance()
+            old = manifest.pop(f.path, None)
+            if old and old.size == f.size and old.mtime_ns == f.mtime_ns:
+                plan.unchanged += 1
+                continue
+            try:
+                data = Path(f.abs_path).read_bytes()
+                text = data.decode("utf-8-sig")
+            except (OSError, UnicodeDecodeError) as exc:
+                report.skipped[f.path] = f"unreadable: {getattr(exc, 'strerror', None) or exc}"
+                if old:
+                    plan.removed.append(old)
+                continue
+            digest = content_hash(data)
+            if old and old.content_hash == digest:
+                plan.unchanged += 1
+                plan.touched.append(
+                    FileRecord(
+                        f.path, digest, f.size, f.mtime_ns, f.language, old.chunk_ids, *self.git
+                    )
+                )
+                continue
+            plan.changed.append(_FilePlan(f, digest, text, old))
+        plan.removed.extend(manifest.values())  # in the manifest, gone from the tree
+        self.progress.finish()
+        return plan
+
+    # -- phase 1: chunks into the stores ----------------------------------------
+
+    def _chunk(self, fp: _FilePlan, report: IndexReport) -> list[Chunk]:
+        result = self.chunker.chunk(fp.source.path, fp.text, fp.source.language)
+        if result.fallback_reason:
+            report.parse_fallbacks[fp.source.path] = result.fallback_reason
+        return to_chunks(self.store.meta.project, result.chunks)
+
+    def _apply(
+        self, batch: Sequence[_FilePlan], states: dict[str, bool], report: IndexReport
+    ) -> None:
+        lance, bm25 = self.store.lance, self.store.bm25
+        new: list[Chunk] = []
+        existing: dict[str, Chunk] = {}
+        old_ids: set[str] = set()
+        records: list[FileRecord] = []
+        for fp in batch:
+            chunks = self._chunk(fp, report)
+            for c in chunks:
+                if c.id in states:
+                    existing[c.id] = c
+                else:
+                    new.append(c)
+            if fp.old:
+                old_ids.update(fp.old.chunk_ids)
+            s = fp.source
+            records.append(
+                FileRecord(
+                    s.path,
+                    fp.digest,
+                    s.size,
+                    s.mtime_ns,
+                    s.language,
+                    tuple(c.id for c in chunks),
+                    *self.git,
+                )
+            )
+            report.tokens += sum(c.tokens for c in chunks)
+        kept = set(existing)
+        reopened = [cid for cid in kept if not states[cid]]
+        stored = lance.get_chunks(sorted(kept))
+        moved = {
+            cid: (c.start_line, c.end_line, c.symbol, c.header)
+            for cid, c in existing.items()
+            if cid in stored
+            and (
+                stored[cid][0].start_line,
+                stored[cid][0].end_line,
+                stored[cid][0].symbol,
+                stored[cid][0].header,
+            )
+            != (c.start_line, c.end_line, c.symbol, c.header)
+        }
+        gone = sorted(cid for cid in old_ids - kept if states.get(cid))
+        lance.insert_chunks(new)
+        lance.set_valid_to(reopened, closed=False)
+        lance.move_chunks(moved)
+        bm25.delete(gone)
+        bm25.add([*new, *(existing[cid] for cid in reopened), *(existing[cid] for cid in moved)])
+        bm25.commit()
+        lance.set_valid_to(gone, closed=True)
+        lance.write_manifest(records, [])
+        for c in new:
+            states[c.id] = True
+        for cid in reopened:
+            states[cid] = True
+        for cid in gone:
+            states[cid] = False
+        report.chunks_added += len(new) + len(reopened)
+        report.chunks_removed += len(gone)
+        report.files_indexed += len(batch)
+
+    def _remove(
+        self, removed: Sequence[FileRecord], states: dict[str, bool], report: IndexReport
+    ) -> None:
+        gone = sorted({cid for r in removed for cid in r.chunk_ids if states.get(cid)})
+        self.store.bm25.delete(gone)
+        self.store.bm25.commit()
+        self.store.lance.set_valid_to(gone, closed=True)
+        self.store.lance.write_manifest([], [r.path for r in removed])
+        report.chunks_removed += len(gone)
+        report.files_removed += len(removed)
+
+    def store_chunks(self, plan: _Plan, report: IndexReport) -> None:
+        states = self.store.lance.chunk_states()
+        self.progress.start("chunking", len(plan.changed))
+        for batch in _batched(plan.changed, self.batch_files):
+            self._apply(batch, states, report)
+            self.progress.advance(len(batch))
+        self.progress.finish()
+        if plan.removed:
+            self._remove(plan.removed, states, report)
+        if plan.touched:
+            self.store.lance.write_manifest(plan.touched, [])
+        report.files_unchanged = plan.unchanged
+
+    # -- phase 2: vectors --------------------------------------------------------
+
+    def embed_pending(self, report: IndexReport, limit_seconds: float | None = None) -> None:
+        """Embed current chunks that lack a vector, one committed batch at a time."""
+        lance = self.store.lance
+        if self.embedder is None:
+            report.chunks_unembedded = 0
+            return
+        pending = lance.count_unembedded()
+        started = time.monotonic()
+        self.progress.start("embedding", pending)
+        while pending:
+            batch = lance.unembedded(self.embed_batch)
+            if not batch:
+                break
+            vectors = self.embedder.embed_documents([embed_text(c) for c in batch])
+            lance.set_vectors({c.id: v for c, v in zip(batch, vectors, strict=True)})
+            report.chunks_embedded += len(batch)
+            self.progress.advance(len(batch))
+            pending = max(0, pending - len(batch))
+            if limit_seconds is not None and time.monotonic() - started > limit_seconds:
+                break
+        self.progress.finish()
+        report.seconds_embedding += time.monotonic() - started
+        report.chunks_unembedded = lance.count_unembedded()
+
+    # -- the whole run ------------------------------------------------------------
+
+    def run(
+        self, files: Sequence[SourceFile], report: IndexReport, *, embed: bool = True
+    ) -> IndexReport:
+        started = time.monotonic()
+        store = self.store
+        if store.needs_reconcile():
+            report.repaired = store.reconcile()
+        store.mark_dirty()
+        plan = self.plan(files, report)
+        self.store_chunks(plan, report)
+        store.mark_clean()
+        report.seconds_to_search = time.monotonic() - started
+        if embed:
+            self.embed_pending(report)
+        else:
+            report.chunks_unembedded = store.lance.count_unembedded() if self.embedder else 0
+        report.chunks_total = store.lance.count_current()
+        if report.chunks_added or report.chunks_removed or report.chunks_embedded:
+            store.lance.optimize()
+        store.finish_run(*self.git)
+        report.seconds = time.monotonic() - started
+        return report
+
+
+def _batched(items: Sequence[_FilePlan], size: int) -> Iterator[Sequence[_FilePlan]]:
+    for i in range(0, len(items), max(1, size)):
+        yield items[i : i + size]
+
+
+__all__ = ["Indexer", "embed_text", "to_chunks"]

@@ -1,0 +1,39 @@
+"""Pack ranked evidence into a token budget and a cap on distinct files.
+
+A chunk that does not fit is skipped, never cut mid-line, and later smaller
+chunks may still fit. The pack is never over budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memserver.core.types import Evidence
+
+
+@dataclass(frozen=True, slots=True)
+class Pack:
+    evidence: tuple[Evidence, ...]
+    tokens: int
+    truncated: bool
+
+
+def pack(ranked: Sequence[Evidence], budget_tokens: int, max_files: int, k: int) -> Pack:
+    chosen: list[Evidence] = []
+    files: set[str] = set()
+    used = 0
+    truncated = False
+    for ev in ranked:
+        if len(chosen) >= k:
+            break
+        if ev.tokens > budget_tokens - used:
+            truncated = True
+            continue
+        if ev.path not in files and len(files) >= max_files:
+            truncated = True
+            continue
+        chosen.append(ev)
+        files.add(ev.path)
+        used += ev.tokens
+    return Pack(tuple(chosen), used, truncated)

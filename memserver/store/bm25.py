@@ -1,0 +1,141 @@
+"""tantivy adapter (the sole tantivy importer): BM25 over chunks.
+
+Neither tantivy's analysers nor LanceDB's split identifiers, so we do it
+ourselves (`memserver.core.text.analysed`) and hand tantivy text that already
+holds `parse http response` beside `parsehttpresponse`; tantivy then lowercases
+and stems it. Queries are built from our own word list, so user text never
+reaches tantivy's query parser unescaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memserver.core.errors import StoreError
+from memserver.core.text import analysed, words
+from memserver.core.types import Chunk
+
+_HEAP = 64_000_000
+# fields searched, with boosts: the name (path + symbol) counts more than the body
+_FIELDS = {"body": 1.0, "name": 2.0}
+_STOP = frozenset(
+    "a an and are as at be by for from has have how i in is it its of on or that the this to "
+    "was were what when where which who why will with does do we our you your can".split()
+)
+
+
+def _error(action: str, exc: BaseException) -> StoreError:
+    return StoreError(
+        f"tantivy failed to {action}: {type(exc).__name__}: {str(exc)[:300]}",
+        hint="run `memserver index` again; if it keeps failing, `memserver index --rebuild`",
+    )
+
+
+def query_terms(text: str) -> list[str]:
+    """Content words of a query, identifiers split, stop words dropped, order kept."""
+    seen: dict[str, None] = {}
+    for word in analysed(text).split():
+        if word not in _STOP and len(word) > 1:
+            seen.setdefault(word, None)
+    if not seen:  # a query of only stop words still searches for them
+        seen = dict.fromkeys(w for w in words(text) if len(w) > 1)
+    return list(seen)
+
+
+class Bm25Index:
+    def __init__(self, path: Path) -> None:
+        import tantivy
+
+        self._tantivy = tantivy
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("id", stored=True, tokenizer_name="raw")
+        builder.add_text_field("view", tokenizer_name="raw")
+        builder.add_text_field("path", tokenizer_name="raw")
+        builder.add_text_field("name", tokenizer_name="en_stem")
+        builder.add_text_field("body", tokenizer_name="en_stem")
+        schema = builder.build()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            self._index = tantivy.Index(schema, path=str(path), reuse=True)
+        except Exception as exc:
+            raise _error(f"open the keyword index in {path}", exc) from exc
+        self._writer: Any = None
+
+    def _w(self) -> Any:
+        if self._writer is None:
+            try:
+                self._writer = self._index.writer(heap_size=_HEAP, num_threads=1)
+            except Exception as exc:
+                raise _error("open a writer", exc) from exc
+        return self._writer
+
+    def add(self, chunks: Iterable[Chunk]) -> None:
+        writer = self._w()
+        try:
+            for c in chunks:
+                writer.delete_documents_by_term("id", c.id)  # upsert
+                writer.add_document(
+                    self._tantivy.Document(
+                        id=c.id,
+                        view="chunk",
+                        path=c.path,
+                        name=analysed(f"{c.path} {c.symbol}"),
+                        body=analysed(c.text),
+                    )
+                )
+        except Exception as exc:
+            raise _error("add documents", exc) from exc
+
+    def delete(self, ids: Iterable[str]) -> None:
+        writer = self._w()
+        try:
+            for chunk_id in ids:
+                writer.delete_documents_by_term("id", chunk_id)
+        except Exception as exc:
+            raise _error("delete documents", exc) from exc
+
+    def commit(self) -> None:
+        if self._writer is None:
+            return
+        try:
+            self._writer.commit()
+            self._writer.wait_merging_threads()
+        except Exception as exc:
+            raise _error("commit", exc) from exc
+        finally:
+            self._writer = None
+        self._index.reload()
+
+    def rollback(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.rollback()
+            finally:
+                self._writer = None
+
+    def all_ids(self) -> set[str]:
+        self._index.reload()
+        searcher = self._index.searcher()
+        n = searcher.num_docs
+        if not n:
+            return set()
+        hits = searcher.search(self._tantivy.Query.all_query(), limit=n).hits
+        return {searcher.doc(addr)["id"][0] for _, addr in hits}
+
+    def count(self) -> int:
+        self._index.reload()
+        return int(self._index.searcher().num_docs)
+
+    def search(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
+        """BM25 over name and body for any of the terms: (id, score), best first."""
+        if not terms:
+            return []
+        try:
+            query = self._index.parse_query(" ".join(terms), list(_FIELDS), field_boosts=_FIELDS)
+            searcher = self._index.searcher()
+            hits = searcher.search(query, limit=k).hits
+            return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits]
+        except ValueError as exc:
+            raise _error("run a keyword search", exc) from exc

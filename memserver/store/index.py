@@ -1,0 +1,144 @@
+"""One index directory: metadata, LanceDB tables, the BM25 index and the writer lock.
+
+Write order (DESIGN.md): LanceDB rows, then tantivy, then the files manifest,
+which is the commit point. A `DIRTY` marker is present while a writer works;
+finding it on open means a run died midway, and `reconcile` brings the three
+stores back into agreement before anything else happens.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memserver.core.errors import IndexMissing, StoreError
+from memserver.store.bm25 import Bm25Index
+from memserver.store.lance import LanceStore
+from memserver.store.lock import WriterLock
+from memserver.store.meta import IndexMeta, check_compatible, read_meta, write_meta
+from memserver.store.schema import SCHEMA_VERSION
+
+DIRTY = "DIRTY"
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class IndexStore:
+    def __init__(self, index_dir: Path, meta: IndexMeta) -> None:
+        self.dir = index_dir
+        self.meta = meta
+        self.lance = LanceStore(index_dir / "lance", meta.dim)
+        self.bm25 = Bm25Index(index_dir / "bm25")
+
+    @classmethod
+    def open(cls, index_dir: Path, embedder: str, dim: int) -> IndexStore:
+        """Open an existing index for reading; refuse a schema/embedder mismatch."""
+        meta = read_meta(index_dir)
+        if meta is None:
+            raise IndexMissing(
+                f"no index at {index_dir}",
+                hint="run `memserver index` in the project root first "
+                "(or pass --root / --index-dir to point at an existing index)",
+            )
+        check_compatible(meta, embedder, dim)
+        return cls(index_dir, meta)
+
+    @classmethod
+    def create_or_open(
+        cls, index_dir: Path, embedder: str, dim: int, project: str, root: str, tokenizer: str
+    ) -> IndexStore:
+        meta = read_meta(index_dir)
+        if meta is None:
+            try:
+                index_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the index directory {index_dir}: {exc.strerror or exc}",
+                    hint="choose a writable place with --index-dir or MEMSERVER_INDEX_DIR",
+                ) from exc
+            meta = IndexMeta(
+                schema_version=SCHEMA_VERSION,
+                embedder=embedder,
+                dim=dim,
+                tokenizer=tokenizer,
+                project=project,
+                root=root,
+                created_at=_now_iso(),
+            )
+            write_meta(index_dir, meta)
+        check_compatible(meta, embedder, dim)
+        return cls(index_dir, meta)
+
+    def lock(self, timeout: float) -> WriterLock:
+        return WriterLock(self.dir, timeout)
+
+    # -- crash marker and reconciliation ----------------------------------------
+
+    @property
+    def dirty(self) -> bool:
+        return (self.dir / DIRTY).exists()
+
+    def mark_dirty(self) -> None:
+        try:
+            (self.dir / DIRTY).write_text(str(os.getpid()), encoding="utf-8")
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write to the index directory {self.dir}: {exc.strerror or exc}",
+                hint="the index is read-only or the disk is full: fix permissions, free "
+                "space, or use --index-dir",
+            ) from exc
+
+    def mark_clean(self) -> None:
+        (self.dir / DIRTY).unlink(missing_ok=True)
+
+    def needs_reconcile(self) -> bool:
+        if self.dirty:
+            return True
+        current = self.lance.count_current()
+        referenced = sum(len(r.chunk_ids) for r in self.lance.manifest().values())
+        return not (current == referenced == self.bm25.count())
+
+    def reconcile(self) -> int:
+        """Make LanceDB, tantivy and the manifest agree; return how many ids were fixed.
+
+        The manifest is the truth for which files are done. Rows no manifest entry
+        references are closed; a manifest entry whose rows are missing is dropped so
+        its file is indexed again; tantivy is made to hold exactly the current rows.
+        """
+        states = self.lance.chunk_states()
+        manifest = self.lance.manifest()
+        referenced = {cid for rec in manifest.values() for cid in rec.chunk_ids}
+        current = {cid for cid, is_current in states.items() if is_current}
+        fixed = 0
+        orphans = sorted(current - referenced)
+        if orphans:
+            self.lance.set_valid_to(orphans, closed=True)
+            fixed += len(orphans)
+        closed = sorted(cid for cid in referenced - current if cid in states)
+        if closed:
+            self.lance.set_valid_to(closed, closed=False)
+            fixed += len(closed)
+        lost = referenced - set(states)
+        if lost:
+            redo = [p for p, rec in manifest.items() if lost & set(rec.chunk_ids)]
+            keep = {cid for p in redo for cid in manifest[p].chunk_ids} & set(states)
+            self.lance.set_valid_to(sorted(keep), closed=True)
+            self.lance.write_manifest([], redo)
+            fixed += len(redo)
+            referenced -= {cid for p in redo for cid in manifest[p].chunk_ids}
+        in_bm25 = self.bm25.all_ids()
+        extra = in_bm25 - referenced
+        missing = sorted(referenced - in_bm25)
+        if extra or missing:
+            self.bm25.delete(extra)
+            self.bm25.add(c for c, _ in self.lance.get_chunks(missing).values())
+            self.bm25.commit()
+            fixed += len(extra) + len(missing)
+        return fixed
+
+    def finish_run(self, commit: str, branch: str) -> None:
+        self.meta = self.meta.with_run(indexed_at=_now_iso(), git_commit=commit, git_branch=branch)
+        write_meta(self.dir, self.meta)

@@ -1,0 +1,302 @@
+"""LanceDB adapter (the sole lancedb importer): the `chunks` and `files` tables.
+
+Rows go in and out as our own types; filters are built with `sql_quote`, never
+by pasting raw paths or ids. Every failure is wrapped in a StoreError that
+says whether the disk is full, read-only or the table is damaged.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from memserver.core.errors import StoreError
+from memserver.core.types import Chunk, FileRecord
+from memserver.store.schema import chunk_schema, files_schema
+
+CHUNKS = "chunks"
+FILES = "files"
+_IN_BATCH = 500
+_CHUNK_COLUMNS = [f.name for f in chunk_schema(0) if f.name not in ("scope", "tags")]
+
+
+def sql_quote(value: str) -> str:
+    """A SQL string literal for a LanceDB filter."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _in(column: str, values: Sequence[str]) -> str:
+    return f"{column} IN ({', '.join(sql_quote(v) for v in values)})"
+
+
+def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterator[Sequence[str]]:
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
+
+
+def store_error(action: str, exc: BaseException) -> StoreError:
+    text = str(exc)
+    code = getattr(exc, "errno", None)
+    if code == errno.ENOSPC or "No space left" in text:
+        hint = "the disk is full: free space (or move the index with --index-dir) and re-run"
+    elif (
+        code in (errno.EROFS, errno.EACCES, errno.EPERM)
+        or "Read-only" in text
+        or ("ermission denied" in text)
+    ):
+        hint = "the index directory is read-only: fix its permissions or use --index-dir"
+    else:
+        hint = "run `memserver index --rebuild` if the index is damaged"
+    return StoreError(f"LanceDB failed to {action}: {type(exc).__name__}: {text[:400]}", hint)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def chunk_from_row(row: dict[str, Any]) -> Chunk:
+    return Chunk(
+        id=row["id"],
+        project=row["project"],
+        origin=row["origin"],
+        path=row["path"],
+        language=row["language"],
+        kind=row["kind"],
+        symbol=row["symbol"],
+        start_line=int(row["start_line"]),
+        end_line=int(row["end_line"]),
+        text=row["text"],
+        header=row["header"],
+        tokens=int(row["tokens"]),
+        content_hash=row["content_hash"],
+    )
+
+
+class LanceStore:
+    def __init__(self, path: Path, dim: int) -> None:
+        import lancedb
+
+        self.dim = dim
+        try:
+            self._db = lancedb.connect(str(path))
+            self.chunks = self._open(CHUNKS, chunk_schema(dim))
+            self.files = self._open(FILES, files_schema())
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise store_error(f"open the tables in {path}", exc) from exc
+
+    def _open(self, name: str, schema: pa.Schema) -> Any:
+        if name in self._db.list_tables().tables:
+            table = self._db.open_table(name)
+            if table.schema != schema:
+                raise StoreError(
+                    f"table {name!r} has an unexpected schema",
+                    hint="run `memserver index --rebuild` to rebuild the index",
+                )
+            return table
+        return self._db.create_table(name, schema=schema, exist_ok=True)
+
+    # -- chunks -----------------------------------------------------------------
+
+    def chunk_states(self) -> dict[str, bool]:
+        """Every stored chunk id → whether it is current (valid_to is null)."""
+        try:
+            table = self.chunks.search().select(["id", "valid_to"]).limit(None).to_arrow()
+        except Exception as exc:
+            raise store_error("read chunk ids", exc) from exc
+        ids = table.column("id").to_pylist()
+        current = table.column("valid_to").is_null().to_pylist()
+        return dict(zip(ids, current, strict=True))
+
+    def insert_chunks(self, chunks: Sequence[Chunk]) -> None:
+        if not chunks:
+            return
+        now = _now()
+        rows = []
+        for c in chunks:
+            row: dict[str, Any] = {
+                "id": c.id,
+                "project": c.project,
+                "origin": c.origin,
+                "path": c.path,
+                "language": c.language,
+                "kind": c.kind,
+                "symbol": c.symbol,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "text": c.text,
+                "header": c.header,
+                "tokens": c.tokens,
+                "content_hash": c.content_hash,
+                "embedded": False,
+                "observed_at": now,
+                "event_time": None,
+                "valid_from": now,
+                "valid_to": None,
+                "superseded_by": None,
+                "scope": {"project": c.project, "user": None, "session": None, "agent": None},
+                "tags": [],
+            }
+            if self.dim:
+                row["vector"] = [0.0] * self.dim
+            rows.append(row)
+        data = pa.Table.from_pylist(rows, schema=self.chunks.schema)
+        try:
+            (self.chunks.merge_insert("id").when_not_matched_insert_all().execute(data))
+        except Exception as exc:
+            raise store_error(f"insert {len(rows)} chunks", exc) from exc
+
+    def set_valid_to(self, ids: Sequence[str], closed: bool) -> None:
+        """Close chunks (valid_to = now) or reopen them (valid_to = null)."""
+        values: dict[str, Any] = {"valid_to": _now() if closed else None}
+        try:
+            for batch in _batches(list(ids)):
+                self.chunks.update(where=_in("id", batch), values=values)
+        except Exception as exc:
+            raise store_error(f"update {len(ids)} chunks", exc) from exc
+
+    def move_chunks(self, spans: dict[str, tuple[int, int, str, str]]) -> None:
+        """Update where unchanged chunks now sit: id → (start, end, symbol, header)."""
+        if not spans:
+            return
+        try:
+            table = self._take(list(spans))
+            rows = table.to_pylist()
+            for row in rows:
+                row["start_line"], row["end_line"], row["symbol"], row["header"] = spans[row["id"]]
+            data = pa.Table.from_pylist(rows, schema=self.chunks.schema)
+            self.chunks.merge_insert("id").when_matched_update_all().execute(data)
+        except Exception as exc:
+            raise store_error(f"move {len(spans)} chunks", exc) from exc
+
+    def _take(self, ids: Sequence[str], columns: list[str] | None = None) -> pa.Table:
+        parts = [
+            self.chunks.search().where(_in("id", batch)).select(columns).limit(None).to_arrow()
+            if columns
+            else self.chunks.search().where(_in("id", batch)).limit(None).to_arrow()
+            for batch in _batches(list(ids))
+        ]
+        return pa.concat_tables(parts) if parts else self.chunks.schema.empty_table()
+
+    def get_chunks(self, ids: Sequence[str]) -> dict[str, tuple[Chunk, bool]]:
+        """id → (chunk, has a vector) for the ids that exist."""
+        if not ids:
+            return {}
+        try:
+            rows = self._take(ids, [*_CHUNK_COLUMNS]).to_pylist()
+        except Exception as exc:
+            raise store_error("read chunks", exc) from exc
+        return {r["id"]: (chunk_from_row(r), bool(r["embedded"])) for r in rows}
+
+    def unembedded(self, limit: int) -> list[Chunk]:
+        """Current chunks that still lack a vector (the resumable embedding phase)."""
+        try:
+            rows = (
+                self.chunks.search()
+                .where("embedded = false AND valid_to IS NULL")
+                .select(_CHUNK_COLUMNS)
+                .limit(limit)
+                .to_list()
+            )
+        except Exception as exc:
+            raise store_error("read chunks to embed", exc) from exc
+        return [chunk_from_row(r) for r in rows]
+
+    def count_unembedded(self) -> int:
+        return int(self.chunks.count_rows("embedded = false AND valid_to IS NULL"))
+
+    def count_current(self) -> int:
+        return int(self.chunks.count_rows("valid_to IS NULL"))
+
+    def set_vectors(self, vectors: dict[str, list[float]]) -> None:
+        if not vectors:
+            return
+        try:
+            rows = self._take(list(vectors)).to_pylist()
+            for row in rows:
+                row["vector"] = vectors[row["id"]]
+                row["embedded"] = True
+            data = pa.Table.from_pylist(rows, schema=self.chunks.schema)
+            self.chunks.merge_insert("id").when_matched_update_all().execute(data)
+        except Exception as exc:
+            raise store_error(f"store {len(vectors)} vectors", exc) from exc
+
+    def vector_search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """Cosine search over current, embedded chunks: (id, similarity)."""
+        try:
+            rows = (
+                self.chunks.search(list(vector), vector_column_name="vector")
+                .distance_type("cosine")
+                .where("embedded = true AND valid_to IS NULL", prefilter=True)
+                .select(["id"])
+                .limit(k)
+                .to_list()
+            )
+        except Exception as exc:
+            raise store_error("run a vector search", exc) from exc
+        return [(r["id"], 1.0 - float(r["_distance"])) for r in rows]
+
+    # -- files manifest ---------------------------------------------------------
+
+    def manifest(self) -> dict[str, FileRecord]:
+        try:
+            rows = self.files.to_arrow().to_pylist()
+        except Exception as exc:
+            raise store_error("read the files manifest", exc) from exc
+        return {
+            r["path"]: FileRecord(
+                path=r["path"],
+                content_hash=r["content_hash"],
+                size=r["size"],
+                mtime_ns=r["mtime_ns"],
+                language=r["language"],
+                chunk_ids=tuple(r["chunk_ids"] or ()),
+                git_commit=r["git_commit"] or "",
+                git_branch=r["git_branch"] or "",
+            )
+            for r in rows
+        }
+
+    def write_manifest(self, records: Iterable[FileRecord], removed: Sequence[str]) -> None:
+        now = _now()
+        rows = [
+            {
+                "path": r.path,
+                "content_hash": r.content_hash,
+                "size": r.size,
+                "mtime_ns": r.mtime_ns,
+                "language": r.language,
+                "chunk_ids": list(r.chunk_ids),
+                "indexed_at": now,
+                "git_commit": r.git_commit,
+                "git_branch": r.git_branch,
+            }
+            for r in records
+        ]
+        try:
+            if rows:
+                data = pa.Table.from_pylist(rows, schema=self.files.schema)
+                (
+                    self.files.merge_insert("path")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(data)
+                )
+            for batch in _batches(list(removed)):
+                self.files.delete(_in("path", batch))
+        except Exception as exc:
+            raise store_error("write the files manifest", exc) from exc
+
+    def optimize(self) -> None:
+        """Compact small fragments left by many small commits."""
+        try:
+            self.chunks.optimize()
+            self.files.optimize()
+        except Exception as exc:
+            raise store_error("compact the tables", exc) from exc

@@ -1,0 +1,64 @@
+"""Arrow schemas of the LanceDB tables and the schema version they belong to."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+_SCOPE = pa.struct(
+    [
+        pa.field("project", pa.string()),
+        pa.field("user", pa.string()),
+        pa.field("session", pa.string()),
+        pa.field("agent", pa.string()),
+    ]
+)
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def chunk_schema(dim: int) -> pa.Schema:
+    """`chunks`: the detailed view. Without an embedder (dim 0) there is no vector column."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("project", pa.string()),
+        pa.field("origin", pa.string()),
+        pa.field("path", pa.string()),
+        pa.field("language", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("symbol", pa.string()),
+        pa.field("start_line", pa.int32()),
+        pa.field("end_line", pa.int32()),
+        pa.field("text", pa.string()),
+        pa.field("header", pa.string()),
+        pa.field("tokens", pa.int32()),
+        pa.field("content_hash", pa.string()),
+        pa.field("embedded", pa.bool_()),
+        pa.field("observed_at", _TS),
+        pa.field("event_time", _TS),
+        pa.field("valid_from", _TS),
+        pa.field("valid_to", _TS),
+        pa.field("superseded_by", pa.string()),
+        pa.field("scope", _SCOPE),
+        pa.field("tags", pa.list_(pa.string())),
+    ]
+    if dim:
+        fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))
+    return pa.schema(fields)
+
+
+def files_schema() -> pa.Schema:
+    """`files`: the manifest, one row per indexed file; written last (the commit point)."""
+    return pa.schema(
+        [
+            pa.field("path", pa.string(), nullable=False),
+            pa.field("content_hash", pa.string()),
+            pa.field("size", pa.int64()),
+            pa.field("mtime_ns", pa.int64()),
+            pa.field("language", pa.string()),
+            pa.field("chunk_ids", pa.list_(pa.string())),
+            pa.field("indexed_at", _TS),
+            pa.field("git_commit", pa.string()),
+            pa.field("git_branch", pa.string()),
+        ]
+    )
