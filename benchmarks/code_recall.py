@@ -47,16 +47,18 @@ def main() -> None:
             by_pkg[q["package"]].append(q)
     results = {}
     for pkg, qs in sorted(by_pkg.items()):
-        engine = Engine(Path(args.corpora) / pkg, Path(args.index_root) / pkg,
-                        embedder_flag=args.embedder)
+        engine = Engine(
+            Path(args.corpora) / pkg, Path(args.index_root) / pkg, embedder_flag=args.embedder
+        )
         report = engine.index()
         recaller = engine.recaller()
         recaller.recall("warm up the model")
         ranks, times = [], []
         for q in qs:
             t = time.perf_counter()
-            res = recaller.recall(q["query"], k=10, budget_tokens=args.budget_tokens,
-                                  max_files=args.max_files).to_dict()
+            res = recaller.recall(
+                q["query"], k=10, budget_tokens=args.budget_tokens, max_files=args.max_files
+            ).to_dict()
             times.append((time.perf_counter() - t) * 1000)
             rank = next((i for i, ev in enumerate(res["evidence"], 1) if is_hit(ev, q)), None)
             ranks.append(rank)

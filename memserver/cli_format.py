@@ -131,7 +131,7 @@ def print_recall(result: RecallResult) -> None:
             f"[bold cyan]{label}[/]  {ev.symbol or ev.kind}  "
             f"[dim]score {ev.score:.4f} via {'+'.join(ev.routes)}[/]{extra}"
         )
-        out.print(ev.text, markup=False)
+        out.print(ev.text, markup=False, soft_wrap=True)
         out.print()
     more = " (some results left out to fit the budget)" if result.truncated else ""
     out.print(f"[dim]{len(result.evidence)} results, {result.tokens} tokens{more}[/]")

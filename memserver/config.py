@@ -26,6 +26,7 @@ class IndexSettings:
     max_file_bytes: int = 1_000_000
     exclude: tuple[str, ...] = ()
     follow_symlinks: bool = True
+    include_hidden: bool = True
     lock_timeout_seconds: float = 10.0
     batch_files: int = 200
     embed_batch_chunks: int = 256
@@ -35,6 +36,7 @@ class IndexSettings:
             max_file_bytes=self.max_file_bytes,
             exclude=self.exclude,
             follow_symlinks=self.follow_symlinks,
+            include_hidden=self.include_hidden,
         )
 
 

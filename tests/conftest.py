@@ -60,7 +60,7 @@ def parseHTTPResponse(raw_bytes: bytes) -> dict:
     head, _, body = raw_bytes.partition(b"\\r\\n\\r\\n")
     return {"head": head, "body": body}
 ''',
-    "web/app.js": '''// Express-like routing for the demo app.
+    "web/app.js": """// Express-like routing for the demo app.
 function registerRoutes(app) {
   app.get("/health", (req, res) => res.send("ok"));
   app.post("/users", createUser);
@@ -72,8 +72,8 @@ async function createUser(req, res) {
 }
 
 module.exports = { registerRoutes };
-''',
-    "docs/guide.md": '''# Guide
+""",
+    "docs/guide.md": """# Guide
 
 Intro text.
 
@@ -85,7 +85,7 @@ The client retries failed requests with exponential backoff.
 # not a heading
 send_with_retry(session, request, RetryPolicy())
 ```
-''',
+""",
     ".env": "API_KEY=sk-live-secret\n",
     "node_modules/dep/index.js": "module.exports = 1;\n",
 }

@@ -234,7 +234,7 @@ class LanceStore:
                 self.chunks.search(list(vector), vector_column_name="vector")
                 .distance_type("cosine")
                 .where("embedded = true AND valid_to IS NULL", prefilter=True)
-                .select(["id"])
+                .select(["id", "_distance"])
                 .limit(k)
                 .to_list()
             )

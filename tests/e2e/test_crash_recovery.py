@@ -48,8 +48,18 @@ def snapshot(root: Path, index_dir: Path) -> dict:
 
 
 def index_cmd(root: Path, index_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "memserver", "index", str(root), "--index-dir", str(index_dir),
-            "--embedder", "hashing", "--json"]
+    return [
+        sys.executable,
+        "-m",
+        "memserver",
+        "index",
+        str(root),
+        "--index-dir",
+        str(index_dir),
+        "--embedder",
+        "hashing",
+        "--json",
+    ]
 
 
 ENV = {**os.environ, "MEMSERVER_INDEX_BATCH_FILES": "8", "MEMSERVER_INDEX_EMBED_BATCH_CHUNKS": "40"}
@@ -69,8 +79,12 @@ def test_kill_dash_nine_then_rerun_equals_a_clean_run(tmp_path: Path) -> None:
             (root / "pkg2" / "new_module.py").write_text("def fresh():\n    return 1\n")
             subprocess.run(index_cmd(root, clean_dir), check=True, env=ENV, capture_output=True)
             expected = snapshot(root, clean_dir)
-        proc = subprocess.Popen(index_cmd(root, crash_dir), env=ENV, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            index_cmd(root, crash_dir),
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while not (crash_dir / "lance").exists() and proc.poll() is None:
             assert time.monotonic() < deadline

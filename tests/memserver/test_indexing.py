@@ -60,7 +60,9 @@ def test_edit_delete_and_move(sample_repo: Path, make_engine) -> None:
     assert not any("timeout" in e.text and e.path == "src/config.py" for e in hits)
     assert not any(e.path == "web/app.js" for e in recaller.recall("createUser routes").evidence)
     # an unchanged function that moved down keeps its id and reports its new lines
-    ev = next(e for e in recaller.recall("send_with_retry").evidence if "def send_with_retry" in e.text)
+    ev = next(
+        e for e in recaller.recall("send_with_retry").evidence if "def send_with_retry" in e.text
+    )
     lines = client.read_text().split("\n")
     assert lines[ev.start_line - 1 : ev.end_line] == ev.text.split("\n")
     state = current_state(make_engine(sample_repo))
@@ -107,9 +109,11 @@ def test_embedder_mismatch_names_the_fix(sample_repo: Path, make_engine) -> None
 def test_second_writer_waits_then_names_the_holder(sample_repo: Path, make_engine) -> None:
     engine = make_engine(sample_repo, overrides={"index": {"lock_timeout_seconds": 0.2}})
     engine.index()
-    with WriterLock(engine.index_dir, timeout=1, purpose="memserver watch"):
-        with pytest.raises(IndexLocked, match="memserver watch") as info:
-            engine.index()
+    with (
+        WriterLock(engine.index_dir, timeout=1, purpose="memserver watch"),
+        pytest.raises(IndexLocked, match="memserver watch") as info,
+    ):
+        engine.index()
     assert "pid" in info.value.message
     assert engine.index().files_unchanged == 4  # released: the next writer gets in
 
@@ -123,7 +127,9 @@ def test_missing_root_and_empty_root(tmp_path: Path, make_engine) -> None:
         make_engine(tmp_path / "empty").index()
 
 
-def test_read_only_index_dir_is_a_clear_error(sample_repo: Path, tmp_path: Path, make_engine) -> None:
+def test_read_only_index_dir_is_a_clear_error(
+    sample_repo: Path, tmp_path: Path, make_engine
+) -> None:
     import os
 
     if os.geteuid() == 0:

@@ -1,0 +1,1 @@
+"""Turning files, notes and conversations into chunks; imports only memserver.core."""

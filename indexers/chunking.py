@@ -1,0 +1,108 @@
+"""FileChunker: one entry point that cuts any file into chunks (the `Chunker` protocol).
+
+Code in the registered tree-sitter languages is cut at definitions, markdown at headings, and
+everything else (json, yaml, toml, text, unknown) into line windows. This is an edge: whatever
+goes wrong inside a chunker, the file still comes back as line windows with `fallback_reason`
+saying why, and `chunk` never raises.
+
+Contract, for every result: each chunk's text is exactly the file's lines start_line..end_line
+joined by "\\n"; chunks are sorted, never overlap, never start or end on a blank line, and
+every non-blank line is in exactly one chunk; `tokens` is the counter's count of the text.
+"""
+
+from __future__ import annotations
+
+from indexers.markdown import markdown_pieces
+from indexers.text import Lines, Piece, merge_tiny, text_pieces, tiling_problem, to_drafts
+from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
+from indexers.treesitter import code_pieces
+from memserver.core.protocols import TokenCounter
+from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
+
+MARKDOWN_LANGUAGES = frozenset({"markdown"})
+# Minified code: definitions cannot be cut at line granularity, so skip the parse.
+_MINIFIED_BYTES = 64_000
+_MINIFIED_LINE = 1_000
+
+
+class FileChunker:
+    """Cuts files into `ChunkDraft`s by language; see the module docstring for the contract."""
+
+    def __init__(self, options: ChunkOptions, tokens: TokenCounter) -> None:
+        self._options = options
+        self._tokens = tokens
+
+    def chunk(self, path: str, text: str, language: str) -> ChunkResult:
+        lines: Lines | None = None
+        try:
+            lines = Lines.of(text, self._tokens)
+            return self._chunk(path, lines, text, language)
+        except Exception as exc:  # the edge: any failure becomes line windows with a reason
+            reason = f"{language} chunking failed ({type(exc).__name__}: {exc}); used line windows"
+            return self._windows(path, text, language, lines, reason[:500])
+
+    def _chunk(self, path: str, lines: Lines, text: str, language: str) -> ChunkResult:
+        pieces, reason = self._pieces(lines, text, language)
+        problem = tiling_problem(pieces, lines)
+        if problem is not None:  # a chunker bug must not break the coverage contract
+            reason = f"internal chunking error ({problem}); used line windows"
+            pieces = text_pieces(lines, "text", self._options)
+        drafts = to_drafts(pieces, lines, path, language, self._tokens)
+        return ChunkResult(drafts, reason)
+
+    def _pieces(self, lines: Lines, text: str, language: str) -> tuple[list[Piece], str | None]:
+        options = self._options
+        if language in CODE_LANGUAGES:
+            return self._code(lines, text.encode("utf-8", "replace"), language)
+        if language in MARKDOWN_LANGUAGES:
+            return merge_tiny(markdown_pieces(lines, options), lines, options), None
+        return text_pieces(lines, language, options), None
+
+    def _code(self, lines: Lines, source: bytes, language: str) -> tuple[list[Piece], str | None]:
+        options = self._options
+        reason = _skip_parse_reason(lines, source, options)
+        if reason is None:
+            pieces, note = code_pieces(lines, source, language, options)
+            if pieces is not None:
+                return merge_tiny(pieces, lines, options), note
+            reason = note
+        return text_pieces(lines, "text", options), f"{reason}; used line windows"
+
+    def _windows(
+        self, path: str, text: str, language: str, lines: Lines | None, reason: str
+    ) -> ChunkResult:
+        try:
+            lines = lines or Lines.of(text, self._tokens)
+            pieces = text_pieces(lines, "text", self._options)
+            return ChunkResult(to_drafts(pieces, lines, path, language, self._tokens), reason)
+        except Exception as exc:  # even the counter failed: plain windows, tokens unknown (0)
+            return ChunkResult(
+                _bare_windows(path, text, language, self._options), f"{reason}; {exc}"[:800]
+            )
+
+
+def _skip_parse_reason(lines: Lines, source: bytes, options: ChunkOptions) -> str | None:
+    if len(source) > options.max_parse_bytes:
+        return f"file is {len(source)} bytes, over max_parse_bytes ({options.max_parse_bytes})"
+    nonblank = max(1, sum(1 for b in lines.blank if not b))
+    if len(source) > _MINIFIED_BYTES and len(source) / nonblank > _MINIFIED_LINE:
+        return f"minified code (lines average {len(source) // nonblank} bytes)"
+    return None
+
+
+def _bare_windows(
+    path: str, text: str, language: str, options: ChunkOptions
+) -> tuple[ChunkDraft, ...]:
+    rows = str(text).split("\n")
+    size = max(1, options.window_lines)
+    drafts = []
+    for first in range(0, len(rows), size):
+        span = [i for i in range(first, min(first + size, len(rows))) if rows[i].strip()]
+        if span:
+            start, end = span[0] + 1, span[-1] + 1
+            body = "\n".join(rows[start - 1 : end])
+            drafts.append(ChunkDraft(path, language, "text", "", start, end, body))
+    return tuple(drafts)
+
+
+__all__ = ["CODE_LANGUAGES", "MARKDOWN_LANGUAGES", "FileChunker"]

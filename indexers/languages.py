@@ -1,0 +1,137 @@
+"""Language names for paths: by file name, by extension, or by a `#!` line.
+
+Every name here is one the chunkers know; anything else is "text".
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+__all__ = ["LANGUAGES", "detect_language", "shebang_language"]
+
+LANGUAGES: tuple[str, ...] = (
+    "python",
+    "javascript",
+    "typescript",
+    "tsx",
+    "go",
+    "rust",
+    "java",
+    "c",
+    "cpp",
+    "csharp",
+    "ruby",
+    "php",
+    "bash",
+    "markdown",
+    "json",
+    "yaml",
+    "toml",
+    "text",
+)
+
+_BY_EXTENSION: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".pyw": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",  # also covers ".d.ts"
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+    ".ipp": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".rake": "ruby",
+    ".gemspec": "ruby",
+    ".ru": "ruby",
+    ".php": "php",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".zsh": "bash",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".json": "json",
+    ".jsonc": "json",
+    ".yml": "yaml",
+    ".yaml": "yaml",
+    ".toml": "toml",
+}
+
+# Whole file names that say the language better than their (missing) extension.
+_BY_NAME: dict[str, str] = {
+    "rakefile": "ruby",
+    "gemfile": "ruby",
+    "podfile": "ruby",
+    "vagrantfile": "ruby",
+    "guardfile": "ruby",
+    "brewfile": "ruby",
+    "pipfile": "toml",
+    ".bashrc": "bash",
+    ".bash_profile": "bash",
+    ".bash_aliases": "bash",
+    ".profile": "bash",
+    ".zshrc": "bash",
+    ".zprofile": "bash",
+    ".zshenv": "bash",
+}
+
+# Interpreter (version suffix stripped) -> language.
+_BY_INTERPRETER: dict[str, str] = {
+    "python": "python",
+    "pypy": "python",
+    "bash": "bash",
+    "sh": "bash",
+    "zsh": "bash",
+    "dash": "bash",
+    "ksh": "bash",
+    "ash": "bash",
+    "ruby": "ruby",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "php": "php",
+}
+
+_VERSION_SUFFIX = re.compile(r"[\d.]*$")
+
+
+def detect_language(path: str) -> str:
+    """The language of a POSIX relative path, from its name; "text" when unknown."""
+    name = posixpath.basename(path).lower()
+    by_name = _BY_NAME.get(name)
+    if by_name is not None:
+        return by_name
+    return _BY_EXTENSION.get(posixpath.splitext(name)[1], "text")
+
+
+def shebang_language(first_line: str) -> str | None:
+    """The language a `#!` line names (`#!/usr/bin/env python3` -> "python"), or None."""
+    if not first_line.startswith("#!"):
+        return None
+    words = first_line[2:].split()
+    if not words:
+        return None
+    program = posixpath.basename(words[0])
+    if program == "env":
+        # `env [-S] [-i] [NAME=value ...] program args`: the first plain word is the program.
+        rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        if not rest:
+            return None
+        program = posixpath.basename(rest[0])
+    return _BY_INTERPRETER.get(_VERSION_SUFFIX.sub("", program))

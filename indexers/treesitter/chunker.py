@@ -1,0 +1,45 @@
+"""Source code → pieces with tree-sitter: parse, judge the errors, find definitions, cut.
+
+Returns pieces, or None with a reason when the file should fall back to line windows.
+"""
+
+from __future__ import annotations
+
+from indexers.text import Lines, Piece
+from indexers.treesitter.definitions import error_share, find_definitions
+from indexers.treesitter.registry import grammar
+from indexers.treesitter.split import Emitter, Scope
+from memserver.core.types import ChunkOptions
+
+# tree-sitter recovers from errors, so a few ERROR nodes still leave good definitions; past
+# this share of non-blank lines inside ERROR nodes the file is not really this language.
+ERROR_SHARE_LIMIT = 0.3
+
+
+def code_pieces(
+    lines: Lines, source: bytes, language: str, options: ChunkOptions
+) -> tuple[list[Piece] | None, str | None]:
+    """(pieces, note) for a registered language; (None, reason) when the parse is not usable.
+
+    `source` is the file's text encoded as UTF-8 (its rows must match `lines`). A note, when
+    set, says which parts were cut into line windows (nesting too deep to follow).
+    """
+    from tree_sitter import Parser
+
+    loaded = grammar(language)
+    tree = Parser(loaded.language).parse(source)
+    root = tree.root_node
+    share = error_share(root, lines.blank)
+    if share > ERROR_SHARE_LIMIT:
+        return None, f"too many syntax errors ({share:.0%} of the file)"
+    definitions = find_definitions(root, loaded.query)
+    emitter = Emitter(lines, options, definitions)
+    pieces = emitter.region(1, len(lines), definitions, Scope())
+    note = None
+    if emitter.notes:
+        more = f" (and {len(emitter.notes) - 1} more)" if len(emitter.notes) > 1 else ""
+        note = f"{emitter.notes[0]}{more}; cut into line windows"
+    return pieces, note
+
+
+__all__ = ["ERROR_SHARE_LIMIT", "code_pieces"]

@@ -1,0 +1,61 @@
+"""Which grammar and which query file serve each language; loaded once and cached.
+
+Adding a language is data: a `queries/<name>.scm` file and one line in `_REGISTRY`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+# language name -> (tree-sitter-language-pack grammar, query file stem)
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "python": ("python", "python"),
+    "javascript": ("javascript", "javascript"),
+    "typescript": ("typescript", "typescript"),
+    "tsx": ("tsx", "typescript"),
+    "go": ("go", "go"),
+    "rust": ("rust", "rust"),
+    "java": ("java", "java"),
+    "c": ("c", "c"),
+    "cpp": ("cpp", "cpp"),
+    "csharp": ("csharp", "csharp"),
+    "ruby": ("ruby", "ruby"),
+    "php": ("php", "php"),
+    "bash": ("bash", "bash"),
+}
+
+LANGUAGES: frozenset[str] = frozenset(_REGISTRY)
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    name: str
+    language: Any  # tree_sitter.Language
+    query: Any  # tree_sitter.Query (read-only once compiled; one cursor per use)
+
+
+def query_text(stem: str) -> str:
+    """The query source shipped as package data in indexers/treesitter/queries/."""
+    return (
+        resources.files("indexers.treesitter")
+        .joinpath("queries")
+        .joinpath(f"{stem}.scm")
+        .read_text("utf-8")
+    )
+
+
+@functools.cache
+def grammar(language: str) -> Grammar:
+    """The compiled grammar and definitions query for a registered language (cached)."""
+    from tree_sitter import Query
+    from tree_sitter_language_pack import get_language
+
+    grammar_name, stem = _REGISTRY[language]
+    ts_language = get_language(grammar_name)  # type: ignore[arg-type]
+    return Grammar(language, ts_language, Query(ts_language, query_text(stem)))
+
+
+__all__ = ["LANGUAGES", "Grammar", "grammar", "query_text"]

@@ -1,0 +1,72 @@
+"""Embedders: the real fastembed model from the offline cache, and the failure path."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memserver.config import EmbeddingSettings
+from memserver.core.errors import ModelUnavailable
+from memserver.embed import embedder_identity, make_embedder
+from memserver.embed.hashing import HashingEmbedder
+from tests.conftest import requires_model
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+@requires_model
+def test_fastembed_model_embeds_documents_in_input_order() -> None:
+    emb = make_embedder(EmbeddingSettings())
+    texts = ["def parse_config(path): ...", "x" * 5000, "retry the http request on failure"]
+    vecs = emb.embed_documents(texts)
+    assert [len(v) for v in vecs] == [384] * 3
+    assert all(math.isclose(math.sqrt(sum(x * x for x in v)), 1.0, rel_tol=1e-3) for v in vecs)
+    alone = emb.embed_documents([texts[2]])[0]
+    assert cosine(alone, vecs[2]) > 0.999  # sorting by length did not shuffle results
+    q = emb.embed_query("retry failed HTTP requests")
+    assert cosine(q, vecs[2]) > cosine(q, vecs[0])
+
+
+def test_identity_needs_no_model() -> None:
+    assert embedder_identity(EmbeddingSettings()) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
+    assert embedder_identity(EmbeddingSettings(model="none")) == ("none", 0)
+    assert make_embedder(EmbeddingSettings(model="none")) is None
+
+
+def test_unknown_model_is_a_clear_error() -> None:
+    with pytest.raises(ModelUnavailable, match="unknown embedding model") as info:
+        make_embedder(EmbeddingSettings(model="no/such-model"))
+    assert "--embedder" not in info.value.message and "'none'" in info.value.hint
+
+
+def test_missing_model_offline_fails_fast_with_the_fix(tmp_path: Path) -> None:
+    """In a fresh process with an empty cache and no network: an error, not a hang."""
+    code = (
+        "from memserver.config import EmbeddingSettings\n"
+        "from memserver.embed import make_embedder\n"
+        "from memserver.core.errors import ModelUnavailable\n"
+        "try:\n"
+        "    make_embedder(EmbeddingSettings()).embed_query('x')\n"
+        "except ModelUnavailable as e:\n"
+        "    print('HINT', e.hint)\n"
+    )
+    env = {**os.environ, "FASTEMBED_CACHE_PATH": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "HINT" in out.stdout, out.stderr[-2000:]
+    assert "--embedder none" in out.stdout and "FASTEMBED_CACHE_PATH" in out.stdout
+
+
+def test_hashing_embedder_is_deterministic_and_lexical() -> None:
+    emb = HashingEmbedder()
+    a, b, c = emb.embed_documents(["parse http response", "parseHTTPResponse", "open file"])
+    assert a == emb.embed_query("parse http response")
+    assert cosine(a, b) > 0.99 and cosine(a, c) < 0.5
