@@ -20,6 +20,8 @@ from memserver.core.protocols import TokenCounter
 from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
 
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
+# Bump when a change to the chunkers changes their output: indexes re-chunk every file.
+CHUNKER_VERSION = 1
 # Minified code: definitions cannot be cut at line granularity, so skip the parse.
 _MINIFIED_BYTES = 64_000
 _MINIFIED_LINE = 1_000
@@ -63,6 +65,9 @@ class FileChunker:
         reason = _skip_parse_reason(lines, source, options)
         if reason is None:
             pieces, note = code_pieces(lines, source, language, options)
+            if pieces is None and language == "c":  # a `.h` header is often C++
+                pieces, retry_note = code_pieces(lines, source, "cpp", options)
+                note = retry_note if pieces is not None else note
             if pieces is not None:
                 return merge_tiny(pieces, lines, options), note
             reason = note
@@ -105,4 +110,4 @@ def _bare_windows(
     return tuple(drafts)
 
 
-__all__ = ["CODE_LANGUAGES", "MARKDOWN_LANGUAGES", "FileChunker"]
+__all__ = ["CHUNKER_VERSION", "CODE_LANGUAGES", "MARKDOWN_LANGUAGES", "FileChunker"]

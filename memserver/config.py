@@ -43,7 +43,7 @@ class IndexSettings:
 @dataclass(frozen=True)
 class EmbeddingSettings:
     model: str = "sentence-transformers/all-MiniLM-L6-v2"  # or "hashing", or "none"
-    batch_size: int = 32
+    batch_tokens: int = 1024
     threads: int = 0  # 0: ONNX Runtime decides
     cache_dir: str = ""  # "": fastembed's default (honours FASTEMBED_CACHE_PATH)
     max_chars: int = 2000  # text beyond this is never seen by a 256-token model

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import time
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from memserver.config import Settings, load_settings
-from memserver.core.errors import PathError
+from memserver.core.errors import PathError, StoreError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Embedder, Progress
 from memserver.core.types import IndexReport, WalkResult
 from memserver.embed import embedder_identity, make_embedder
+from memserver.store import statecache
 from memserver.store.meta import read_meta
 
 
@@ -43,7 +45,10 @@ class Engine:
         settings = load_settings(self.root, env=env, overrides=overrides)
         chosen = Path(index_dir).expanduser() if index_dir else Path(settings.index.dir)
         self.index_dir = (chosen if chosen.is_absolute() else self.root / chosen).resolve()
-        meta = read_meta(self.index_dir) if (self.index_dir / "meta.json").exists() else None
+        try:
+            meta = read_meta(self.index_dir)
+        except StoreError:
+            meta = None  # reported by whichever command opens the store (or fixed by --rebuild)
         if embedder_flag:
             settings = dataclasses.replace(
                 settings, embedding=dataclasses.replace(settings.embedding, model=embedder_flag)
@@ -78,6 +83,12 @@ class Engine:
         from indexers.chunking import FileChunker
 
         return FileChunker(self.settings.chunking, self.tokens)
+
+    def chunker_id(self) -> str:
+        """The chunker's version and settings: an index cut by another one is re-chunked."""
+        from indexers.chunking import CHUNKER_VERSION
+
+        return f"v{CHUNKER_VERSION}-{content_hash(repr(self.settings.chunking))[:12]}"
 
     # -- stores ----------------------------------------------------------------
 
@@ -121,6 +132,18 @@ class Engine:
                 hint="check the path, or see why files are skipped with "
                 "`memserver index --dry-run`",
             )
+        started = time.monotonic()
+        git = head(self.root)
+        name, dim = self.embedder_identity()
+        key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}"
+        saved = None if rebuild else statecache.unchanged(self.index_dir, key, walked.files)
+        if saved and saved.get("chunks_unembedded") == 0:
+            report.files_unchanged = len(walked.files)
+            report.chunks_total = int(saved.get("chunks_total", 0))
+            report.embedder = name
+            report.seconds = report.seconds_to_search = time.monotonic() - started
+            return report
+        statecache.forget(self.index_dir)
         store = self._writable_store(rebuild)
         report.embedder = store.meta.embedder
         with store.lock(self.settings.index.lock_timeout_seconds):
@@ -131,9 +154,12 @@ class Engine:
                 batch_files=self.settings.index.batch_files,
                 embed_batch=self.settings.index.embed_batch_chunks,
                 progress=progress,
-                git=head(self.root),
+                git=git,
+                chunker_id=self.chunker_id(),
             )
-            return indexer.run(walked.files, report, embed=embed)
+            indexer.run(walked.files, report, embed=embed)
+            statecache.save(self.index_dir, key, walked.files, report.to_dict())
+        return report
 
     def recaller(self) -> Any:
         from memserver.retrieve.recall import Recaller

@@ -24,6 +24,9 @@ _KNOWN_DIMS = {
 }
 
 
+_MAX_TOKENS = 256  # what the default model reads; longer texts are truncated by it
+
+
 def known_dim(model: str) -> int:
     """The model's dimension, from a table or fastembed's registry (no download)."""
     dim = _KNOWN_DIMS.get(model.lower())
@@ -90,12 +93,34 @@ class FastEmbedder:
             return []
         model = self.load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        ordered = [self._clip(texts[i]) for i in order]
-        vectors = model.passage_embed(ordered, batch_size=self.settings.batch_size)
         out: list[list[float]] = [[] for _ in texts]
-        for i, vec in zip(order, vectors, strict=True):
-            out[i] = vec.tolist()
+        for group in self._groups(order, texts):
+            vectors = model.passage_embed(
+                [self._clip(texts[i]) for i in group], batch_size=len(group)
+            )
+            for i, vec in zip(group, vectors, strict=True):
+                out[i] = vec.tolist()
         return out
+
+    def _groups(self, order: list[int], texts: Sequence[str]) -> list[list[int]]:
+        """Batches of similar length holding about `batch_tokens` padded tokens each.
+
+        Attention cost grows with the square of the padded length, so long texts go
+        in small batches and short ones in large batches (measured on 2 cores: 256-token
+        chunks embed faster, with a third of the memory, 4 at a time than 32).
+        """
+        budget = self.settings.batch_tokens
+        groups: list[list[int]] = []
+        current: list[int] = []
+        for i in order:
+            est = min(_MAX_TOKENS, len(self._clip(texts[i])) // 3 + 2)
+            if current and (len(current) + 1) * est > budget:
+                groups.append(current)
+                current = []
+            current.append(i)
+        if current:
+            groups.append(current)
+        return groups
 
     def embed_query(self, text: str) -> list[float]:
         model = self.load()

@@ -79,6 +79,7 @@ class Indexer:
         embed_batch: int = 256,
         progress: Progress | None = None,
         git: tuple[str, str] = ("", ""),
+        chunker_id: str = "",
     ) -> None:
         self.store = store
         self.chunker = chunker
@@ -87,6 +88,10 @@ class Indexer:
         self.embed_batch = embed_batch
         self.progress = progress or NullProgress()
         self.git = git
+        self.chunker_id = chunker_id
+        # chunks cut by another chunker version or settings: every file is cut again
+        # (content ids keep the vectors of chunks that come out the same)
+        self.rechunk = bool(store.meta.chunker) and store.meta.chunker != chunker_id
 
     # -- phase 0: what changed --------------------------------------------------
 
@@ -97,7 +102,8 @@ class Indexer:
         for f in files:
             self.progress.advance()
             old = manifest.pop(f.path, None)
-            if old and old.size == f.size and old.mtime_ns == f.mtime_ns:
+            same_chunker = not self.rechunk
+            if old and same_chunker and old.size == f.size and old.mtime_ns == f.mtime_ns:
                 plan.unchanged += 1
                 continue
             try:
@@ -109,7 +115,7 @@ class Indexer:
                     plan.removed.append(old)
                 continue
             digest = content_hash(data)
-            if old and old.content_hash == digest:
+            if old and same_chunker and old.content_hash == digest:
                 plan.unchanged += 1
                 plan.touched.append(
                     FileRecord(
@@ -265,7 +271,7 @@ class Indexer:
         report.chunks_total = store.lance.count_current()
         if report.chunks_added or report.chunks_removed or report.chunks_embedded:
             store.lance.optimize()
-        store.finish_run(*self.git)
+        store.finish_run(*self.git, self.chunker_id)
         report.seconds = time.monotonic() - started
         return report
 

@@ -18,8 +18,7 @@ from memserver.store.lance import LanceStore
 from memserver.store.lock import WriterLock
 from memserver.store.meta import IndexMeta, check_compatible, read_meta, write_meta
 from memserver.store.schema import SCHEMA_VERSION
-
-DIRTY = "DIRTY"
+from memserver.store.statecache import DIRTY
 
 
 def _now_iso() -> str:
@@ -139,6 +138,8 @@ class IndexStore:
             fixed += len(extra) + len(missing)
         return fixed
 
-    def finish_run(self, commit: str, branch: str) -> None:
-        self.meta = self.meta.with_run(indexed_at=_now_iso(), git_commit=commit, git_branch=branch)
+    def finish_run(self, commit: str, branch: str, chunker: str) -> None:
+        self.meta = self.meta.with_run(
+            indexed_at=_now_iso(), git_commit=commit, git_branch=branch, chunker=chunker
+        )
         write_meta(self.dir, self.meta)

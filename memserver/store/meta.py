@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from memserver.core.errors import IndexMismatch, StoreError
-from memserver.store.schema import SCHEMA_VERSION
 
 META_FILE = "meta.json"
+SCHEMA_VERSION = 1  # bump when a table's schema changes: old indexes must be rebuilt
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class IndexMeta:
     indexed_at: str = ""
     git_commit: str = ""
     git_branch: str = ""
+    chunker: str = ""  # chunker version + settings digest; a change re-chunks every file
 
     def with_run(self, **changes: str) -> IndexMeta:
         return replace(self, **changes)

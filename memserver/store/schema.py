@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+from memserver.store.meta import SCHEMA_VERSION
+
+__all__ = ["SCHEMA_VERSION", "chunk_schema", "files_schema"]
 
 _SCOPE = pa.struct(
     [

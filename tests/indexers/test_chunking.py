@@ -499,10 +499,24 @@ def test_query_files_use_the_capture_convention() -> None:
 
 
 def test_public_surface() -> None:
-    assert indexers.chunking.__all__ == ["CODE_LANGUAGES", "MARKDOWN_LANGUAGES", "FileChunker"]
+    assert indexers.chunking.__all__ == [
+        "CHUNKER_VERSION", "CODE_LANGUAGES", "MARKDOWN_LANGUAGES", "FileChunker"
+    ]  # fmt: skip
     assert set(indexers.treesitter.__all__) == {
         "ERROR_SHARE_LIMIT", "LANGUAGES", "MAX_DEPTH", "code_pieces", "grammar",
     }  # fmt: skip
     languages = {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
                  "csharp", "ruby", "php", "bash"}  # fmt: skip
     assert sorted(indexers.chunking.CODE_LANGUAGES) == sorted(languages)
+
+
+def test_a_cpp_header_named_dot_h_is_chunked_as_cpp_when_c_cannot_parse_it() -> None:
+    header = (
+        "#pragma once\n\nnamespace geo {\n\ntemplate <typename T>\nclass Box : public Shape<T> {\n"
+        " public:\n  explicit Box(T w) : w_(w) {}\n  T area() const override { return w_ * w_; }\n"
+        " private:\n  T w_;\n};\n\n}  // namespace geo\n"
+    )
+    result = chunk(header, "c", path="box.h")
+    assert result.fallback_reason is None
+    assert [(c.kind, c.symbol) for c in result.chunks] == [("module", ""), ("class", "geo")]
+    assert_contract(result, header, UNITS, path="box.h")

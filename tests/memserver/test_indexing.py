@@ -109,13 +109,14 @@ def test_embedder_mismatch_names_the_fix(sample_repo: Path, make_engine) -> None
 def test_second_writer_waits_then_names_the_holder(sample_repo: Path, make_engine) -> None:
     engine = make_engine(sample_repo, overrides={"index": {"lock_timeout_seconds": 0.2}})
     engine.index()
+    (sample_repo / "src" / "new.py").write_text("def new():\n    return 1\n")
     with (
         WriterLock(engine.index_dir, timeout=1, purpose="memserver watch"),
         pytest.raises(IndexLocked, match="memserver watch") as info,
     ):
         engine.index()
     assert "pid" in info.value.message
-    assert engine.index().files_unchanged == 4  # released: the next writer gets in
+    assert engine.index().files_indexed == 1  # released: the next writer gets in
 
 
 def test_missing_root_and_empty_root(tmp_path: Path, make_engine) -> None:
@@ -144,3 +145,42 @@ def test_read_only_index_dir_is_a_clear_error(
         with pytest.raises(StoreError) as info:
             make_engine(sample_repo, index_dir=ro / "index").index()
     assert "--index-dir" in info.value.hint
+
+
+def test_changed_chunking_settings_rechunk_every_file(sample_repo: Path, make_engine) -> None:
+    make_engine(sample_repo).index()
+    before = set(current_state(make_engine(sample_repo))["current"])
+    small = make_engine(sample_repo, overrides={"chunking": {"max_tokens": 40, "min_tokens": 0}})
+    report = small.index()
+    assert report.files_indexed == 4
+    after = set(current_state(small)["current"])
+    assert after != before and len(after) > len(before)
+    assert small.index().files_unchanged == 4
+
+
+def test_no_op_shortcut_is_dropped_when_a_store_changed_behind_it(
+    sample_repo: Path, make_engine
+) -> None:
+    from memserver.core.types import Chunk
+
+    make_engine(sample_repo).index()
+    store = make_engine(sample_repo).open_store()
+    stray = Chunk(
+        "c_" + "0" * 32,
+        "repo",
+        "file",
+        "src/stray.py",
+        "python",
+        "function",
+        "stray",
+        1,
+        2,
+        "def stray():\n    pass",
+        "",
+        5,
+        "x",
+    )
+    store.lance.insert_chunks([stray])  # a write the manifest knows nothing about
+    report = make_engine(sample_repo).index()
+    assert report.repaired == 1 and report.files_unchanged == 4
+    assert "c_" + "0" * 32 not in current_state(make_engine(sample_repo))["current"]

@@ -1,0 +1,1 @@
+"""Indexing: files → chunks → diff → store → embed."""

@@ -1,0 +1,1 @@
+"""Recall: candidate arms, fusion, packing."""

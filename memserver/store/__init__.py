@@ -1,0 +1,1 @@
+"""Storage adapters: LanceDB tables, the tantivy BM25 index, metadata, locks."""
