@@ -50,8 +50,8 @@ class ChunkOptions:
     """Chunking settings (the `[chunking]` section)."""
 
     max_tokens: int = 1000  # a unit above this is split at child boundaries
-    min_tokens: int = 48  # siblings below this are merged with neighbours...
-    merge_target_tokens: int = 320  # ...while the merged chunk stays below this
+    min_tokens: int = 24  # siblings below this are merged with neighbours...
+    merge_target_tokens: int = 200  # ...while the merged chunk stays below this
     window_lines: int = 60  # line windows for text, data files and fallbacks
     max_parse_bytes: int = 1_000_000
 

@@ -146,6 +146,7 @@ class Indexer:
         records: list[FileRecord] = []
         for fp in batch:
             chunks = self._chunk(fp, report)
+            self.progress.advance()
             for c in chunks:
                 if c.id in states:
                     existing[c.id] = c
@@ -168,19 +169,7 @@ class Indexer:
             report.tokens += sum(c.tokens for c in chunks)
         kept = set(existing)
         reopened = [cid for cid in kept if not states[cid]]
-        stored = lance.get_chunks(sorted(kept))
-        moved = {
-            cid: (c.start_line, c.end_line, c.symbol, c.header)
-            for cid, c in existing.items()
-            if cid in stored
-            and (
-                stored[cid][0].start_line,
-                stored[cid][0].end_line,
-                stored[cid][0].symbol,
-                stored[cid][0].header,
-            )
-            != (c.start_line, c.end_line, c.symbol, c.header)
-        }
+        moved = _moved(existing, lance.get_chunks(sorted(kept)))
         gone = sorted(cid for cid in old_ids - kept if states.get(cid))
         lance.insert_chunks(new)
         lance.set_valid_to(reopened, closed=False)
@@ -216,7 +205,6 @@ class Indexer:
         self.progress.start("chunking", len(plan.changed))
         for batch in _batched(plan.changed, self.batch_files):
             self._apply(batch, states, report)
-            self.progress.advance(len(batch))
         self.progress.finish()
         if plan.removed:
             self._remove(plan.removed, states, report)
@@ -274,6 +262,21 @@ class Indexer:
         store.finish_run(*self.git, self.chunker_id)
         report.seconds = time.monotonic() - started
         return report
+
+
+def _place(c: Chunk) -> tuple[int, int, str, str]:
+    return (c.start_line, c.end_line, c.symbol, c.header)
+
+
+def _moved(
+    existing: dict[str, Chunk], stored: dict[str, tuple[Chunk, bool]]
+) -> dict[str, tuple[int, int, str, str]]:
+    """Unchanged chunks (same id) that now sit elsewhere in their file."""
+    return {
+        cid: _place(c)
+        for cid, c in existing.items()
+        if cid in stored and _place(stored[cid][0]) != _place(c)
+    }
 
 
 def _batched(items: Sequence[_FilePlan], size: int) -> Iterator[Sequence[_FilePlan]]:

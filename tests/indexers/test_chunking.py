@@ -520,3 +520,19 @@ def test_a_cpp_header_named_dot_h_is_chunked_as_cpp_when_c_cannot_parse_it() -> 
     assert result.fallback_reason is None
     assert [(c.kind, c.symbol) for c in result.chunks] == [("module", ""), ("class", "geo")]
     assert_contract(result, header, UNITS, path="box.h")
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript"])
+def test_prototype_and_commonjs_assignments_are_functions(language: str) -> None:
+    src = (
+        "const util = require('util');\n\n"
+        "/** Saves the document. */\n"
+        "Model.prototype.save = function (options) {\n  return this.$save(options);\n};\n\n"
+        "exports.parse = (text) => {\n  return JSON.parse(text);\n};\n\n"
+        "module.exports = {\n  load: function (path) {\n    return read(path);\n  },\n};\n"
+    )
+    result = chunk(src, language)
+    units = {c.symbol: c for c in result.chunks if c.kind == "function"}
+    assert {"Model.prototype.save", "exports.parse", "load"} <= set(units)
+    assert units["Model.prototype.save"].start_line == 3  # its doc comment comes along
+    assert_contract(result, src, UNITS)

@@ -32,3 +32,15 @@
   (variable_declarator
     name: (identifier) @name
     value: (class))) @definition.class
+
+; CommonJS and prototype style: Model.prototype.save = function () {...},
+; exports.parse = (s) => ..., module.exports.run = async function () {...}
+(expression_statement
+  (assignment_expression
+    left: (member_expression) @name
+    right: [(arrow_function) (function_expression) (generator_function)])) @definition.function
+
+; an object literal's methods: { save() {...}, load: function () {...}, run: () => ... }
+(pair
+  key: [(property_identifier) (string) (computed_property_name)] @name
+  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
