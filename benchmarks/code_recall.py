@@ -36,8 +36,8 @@ def main() -> None:
     ap.add_argument("--index-root", required=True)
     ap.add_argument("--packages", nargs="*")
     ap.add_argument("--embedder", default=None)
-    ap.add_argument("--budget-tokens", type=int, default=100_000)
-    ap.add_argument("--max-files", type=int, default=10)
+    ap.add_argument("--budget-tokens", type=int, default=4096)
+    ap.add_argument("--max-files", type=int, default=5)
     args = ap.parse_args()
 
     queries = [json.loads(line) for line in Path(args.dataset).read_text().splitlines() if line]
@@ -53,13 +53,14 @@ def main() -> None:
         report = engine.index()
         recaller = engine.recaller()
         recaller.recall("warm up the model")
-        ranks, times = [], []
+        ranks, times, tokens = [], [], []
         for q in qs:
             t = time.perf_counter()
             res = recaller.recall(
                 q["query"], k=10, budget_tokens=args.budget_tokens, max_files=args.max_files
             ).to_dict()
             times.append((time.perf_counter() - t) * 1000)
+            tokens.append(res["tokens"])
             rank = next((i for i, ev in enumerate(res["evidence"], 1) if is_hit(ev, q)), None)
             ranks.append(rank)
         n = len(qs)
@@ -71,9 +72,10 @@ def main() -> None:
             "mrr@10": sum(1 / r for r in ranks if r) / n,
             "p50_ms": statistics.median(times),
             "p95_ms": sorted(times)[int(0.95 * (n - 1))],
+            "tokens_mean": statistics.mean(tokens),
             "chunks": report.chunks_total,
         }
-    keys = ["recall@1", "recall@5", "recall@10", "mrr@10", "p50_ms", "p95_ms"]
+    keys = ["recall@1", "recall@5", "recall@10", "mrr@10", "p50_ms", "p95_ms", "tokens_mean"]
     macro = {k: statistics.mean(r[k] for r in results.values()) for k in keys}
     print(json.dumps({"macro": macro, "packages": results}, indent=1))
 
