@@ -158,6 +158,18 @@ def index(
     default=None,
     help="Batch mode: a JSONL file of {qid, query}; one result line per query.",
 )
+@click.option(
+    "--path", "paths", multiple=True, help="Only these paths (gitignore-style globs; repeatable)."
+)
+@click.option("--language", "languages", multiple=True, help="Only these languages (repeatable).")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    help="Only these chunk kinds: function, method, class, module, section, text.",
+)
+@click.option("--no-memories", is_flag=True, help="Search the raw chunks only.")
+@click.option("--no-rerank", is_flag=True, help="Skip the cross-encoder stage.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def recall(
@@ -168,13 +180,27 @@ def recall(
     budget_tokens: int | None,
     max_files: int | None,
     queries: Any,
+    paths: tuple[str, ...],
+    languages: tuple[str, ...],
+    kinds: tuple[str, ...],
+    no_memories: bool,
+    no_rerank: bool,
     as_json: bool,
 ) -> None:
-    """Find the code that answers QUERY: ranked chunks with paths and line ranges."""
+    """Find the code that answers QUERY: ranked chunks with paths and line ranges.
+
+    The answer says whether the index holds an answer at all (found, confidence),
+    and each item which routes and arms found it.
+    """
+    from memserver.retrieve.arms import Filters
+
     if not query and queries is None:
         raise click.UsageError("give a QUERY or --queries FILE.jsonl")
-    recaller = _engine(root_opt, index_dir).recaller()
-    opts = {"k": k, "budget_tokens": budget_tokens, "max_files": max_files}
+    recaller = _engine(root_opt, index_dir).recaller(rerank=not no_rerank)
+    opts = {
+        "k": k, "budget_tokens": budget_tokens, "max_files": max_files,
+        "filters": Filters(paths, languages, kinds), "include_memories": not no_memories,
+    }  # fmt: skip
     if queries is not None:
         for n, line in enumerate(queries, start=1):
             if not line.strip():
@@ -214,6 +240,76 @@ def status(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
         from memserver.cli_format import print_status
 
         print_status(info)
+
+
+# -- eval -----------------------------------------------------------------------
+
+
+@main.group(name="eval")
+def eval_() -> None:
+    """Benchmarks: retrieval quality, abstention and latency on labelled data."""
+
+
+@eval_.command(name="code")
+@click.option(
+    "--dataset",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="Queries, one JSON object per line (the code bench's dev.jsonl format).",
+)
+@click.option(
+    "--corpora",
+    type=click.Path(exists=True, file_okay=False),
+    required=True,
+    help="Folder with one prepared source tree per package.",
+)
+@click.option(
+    "--work",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the indexes go (default: a temporary folder, removed after).",
+)
+@click.option("--embedder", default=None, help="Embedding model for fresh indexes.")
+@click.option(
+    "--ablations/--no-ablations",
+    default=True,
+    help="Also run without memories and without the reranker.",
+)
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="Fit the answerability gate on these queries and print its settings.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None,
+              ablations: bool, calibrate: bool, as_json: bool) -> None:  # fmt: skip
+    """Recall@k, MRR@10, abstention and latency per package and macro-averaged."""
+    import tempfile
+    from pathlib import Path
+
+    from memserver.engine import Engine
+    from memserver.eval.code import ABLATIONS, run
+
+    def make(root: Path, index_dir: Path) -> Engine:
+        return Engine(root, index_dir, embedder_flag=embedder)
+
+    with tempfile.TemporaryDirectory(prefix="memserver-eval-") as tmp:
+        report, outcomes = run(
+            Path(dataset), Path(corpora), Path(work or tmp), make_engine=make,
+            ablations=tuple(ABLATIONS) if ablations else (),
+            log=lambda msg: click.echo(msg, err=True),
+        )  # fmt: skip
+    if calibrate:
+        from memserver.eval.calibrate import calibrate as fit_gate
+
+        report["calibration"] = fit_gate(outcomes)
+    if as_json:
+        _emit_json(report)
+    else:
+        from memserver.cli_format import print_eval
+
+        print_eval(report)
 
 
 __all__ = ["main"]

@@ -122,8 +122,13 @@ def print_dry_run(summary: dict[str, Any]) -> None:
 
 
 def print_recall(result: RecallResult) -> None:
-    if not result.evidence:
-        out.print("no matching code found")
+    if result.found is False:
+        out.print(
+            f"[yellow]not found[/]: the index does not seem to hold an answer "
+            f"(confidence {result.confidence}); the closest matches follow"
+            if result.evidence
+            else "[yellow]not found[/]: nothing matched"
+        )
     for ev in result.evidence:
         label = f"{ev.path}:{ev.start_line}-{ev.end_line}"
         extra = "" if ev.embedded else "  [yellow](not embedded yet: keyword match only)[/]"
@@ -150,6 +155,8 @@ def print_status(info: dict[str, Any]) -> None:
         ("index", info["index_dir"]),
         ("files", str(info["files"])),
         ("chunks", str(info["chunks"])),
+        ("memories", str(info.get("memories", 0))),
+        ("reranker", info.get("reranker", "")),
         ("embedder", f"{info['embedder']} (dim {info['dim']})"),
         ("indexed at", info["indexed_at"] or "never finished"),
         (
@@ -178,3 +185,16 @@ def print_status(info: dict[str, Any]) -> None:
     if info["interrupted"]:
         out.print("[yellow]the last index run was interrupted[/]")
     out.print("run `memserver index` to bring it up to date")
+
+
+def print_eval(report: dict[str, Any]) -> None:
+    cols = ["recall@1", "recall@5", "recall@10", "mrr@10", "abstain", "false_abstain",
+            "p50_ms", "p95_ms", "tokens_mean"]  # fmt: skip
+    table = Table("run", "package", *cols)
+    runs = [("full", report)] + [(f"-{k}", v) for k, v in report.get("ablations", {}).items()]
+    for name, r in runs:
+        for pkg, row in [*r["packages"].items(), ("macro", r["macro"])]:
+            table.add_row(name, pkg, *(f"{row[c]:.3f}" if c in row else "" for c in cols))
+    out.print(table)
+    if "calibration" in report:
+        out.print_json(data=report["calibration"])

@@ -18,6 +18,7 @@ from typing import Any
 
 from memserver.core.errors import ConfigError
 from memserver.core.types import ChunkOptions, WalkOptions
+from memserver.llm.settings import LlmSettings
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class EmbeddingSettings:
     model: str = "sentence-transformers/all-MiniLM-L6-v2"  # or "hashing", or "none"
     batch_tokens: int = 1024
     threads: int = 0  # 0: ONNX Runtime decides
+    query_threads: int = 1
     cache_dir: str = ""  # "": fastembed's default (honours FASTEMBED_CACHE_PATH)
     max_chars: int = 2000  # text beyond this is never seen by a 256-token model
 
@@ -55,9 +57,27 @@ class RecallSettings:
     budget_tokens: int = 4096
     max_files: int = 5
     rrf_k: int = 60
-    candidates: int = 50
-    bm25_weight: float = 1.0
-    dense_weight: float = 1.0
+    candidates: int = 30
+    expansions: int = 3
+    dense_routes: int = 1
+    original_weight: float = 1.0
+    canonical_weight: float = 1.0
+    expansion_weight: float = 0.5
+    exact_weight: float = 1.0
+    rerank_candidates: int = 30
+    gate_weights: tuple[float, ...] = (10.0, 2.0, 2.0, 0.5, 2.0)
+    gate_bias: float = -6.5
+    gate_threshold: float = 0.5
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    enabled: bool = True
+    model: str = "Xenova/ms-marco-MiniLM-L-6-v2"
+    cache_dir: str = ""
+    max_chars: int = 2000
+    batch_size: int = 16
+    threads: int = 0
 
 
 @dataclass(frozen=True)
@@ -72,6 +92,8 @@ class Settings:
     chunking: ChunkOptions = field(default_factory=ChunkOptions)
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     recall: RecallSettings = field(default_factory=RecallSettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
+    llm: LlmSettings = field(default_factory=LlmSettings)
 
 
 SECTIONS = tuple(f.name for f in dataclasses.fields(Settings))
@@ -98,10 +120,13 @@ def _coerce(section: str, key: str, value: Any, default: Any) -> Any:
         except (TypeError, ValueError):
             pass
     elif isinstance(default, tuple):
-        if isinstance(value, str):
-            return tuple(v.strip() for v in value.split(",") if v.strip())
-        if isinstance(value, list | tuple):
-            return tuple(str(v) for v in value)
+        items = value.split(",") if isinstance(value, str) else value
+        if isinstance(items, list | tuple):
+            cast = float if default and isinstance(default[0], float) else str
+            try:
+                return tuple(cast(str(v).strip()) for v in items if str(v).strip())
+            except ValueError:
+                pass
     elif isinstance(default, str):
         return str(value)
     raise ConfigError(

@@ -70,6 +70,12 @@ class Engine:
     def embedder(self) -> Embedder | None:
         return make_embedder(self.settings.embedding)
 
+    @cached_property
+    def query_embedder(self) -> Embedder | None:
+        """The same model with its own, single-threaded session for the recall path."""
+        emb = self.settings.embedding
+        return make_embedder(dataclasses.replace(emb, threads=emb.query_threads))
+
     def embedder_identity(self) -> tuple[str, int]:
         return embedder_identity(self.settings.embedding)
 
@@ -83,6 +89,33 @@ class Engine:
         from indexers.chunking import FileChunker
 
         return FileChunker(self.settings.chunking, self.tokens)
+
+    def distiller(self) -> Any:
+        """The deterministic distiller, or the LLM one (falling back to it) when enabled."""
+        import os
+
+        from memserver.ingest.distill import HeuristicDistiller
+
+        fallback = HeuristicDistiller()
+        if not self.settings.llm.enabled:
+            return fallback
+        from memserver.llm import LlmDistiller, llm_from_settings
+
+        llm = llm_from_settings(self.settings.llm, os.environ)
+        if llm is None:
+            return fallback
+        cache = self.settings.llm.resolve_cache_dir(self.root, self.index_dir)
+        return LlmDistiller(llm, fallback, cache)
+
+    def reranker(self) -> tuple[Any, str]:
+        """(reranker or None, a status line saying why not)."""
+        from memserver.embed.rerank import make_reranker
+
+        r = self.settings.rerank
+        return make_reranker(
+            r.model, r.cache_dir or None, r.enabled and self.embedder is not None,
+            max_chars=r.max_chars, batch_size=r.batch_size, threads=r.threads or None,
+        )  # fmt: skip
 
     def chunker_id(self) -> str:
         """The chunker's version and settings: an index cut by another one is re-chunked."""
@@ -156,15 +189,21 @@ class Engine:
                 progress=progress,
                 git=git,
                 chunker_id=self.chunker_id(),
+                distiller=self.distiller(),
             )
             indexer.run(walked.files, report, embed=embed)
             statecache.save(self.index_dir, key, walked.files, report.to_dict())
         return report
 
-    def recaller(self) -> Any:
+    def recaller(self, *, rerank: bool = True) -> Any:
         from memserver.retrieve.recall import Recaller
 
-        return Recaller(self.open_store(), self.embedder, self.settings.recall)
+        store = self.open_store()
+        reranker = self.reranker()[0] if rerank else None
+        return Recaller(
+            store, self.query_embedder, self.settings.recall, tokens=self.tokens,
+            reranker=reranker,
+        )  # fmt: skip
 
     def status(self) -> dict[str, Any]:
         from memserver.ingest.git import head
@@ -193,6 +232,8 @@ class Engine:
             "project": meta.project,
             "files": len(manifest),
             "chunks": store.lance.count_current(),
+            "memories": store.memories.count_active(),
+            "reranker": self.reranker()[1],
             "unembedded_chunks": store.lance.count_unembedded() if meta.dim else 0,
             "embedder": meta.embedder,
             "dim": meta.dim,

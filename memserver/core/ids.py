@@ -23,3 +23,12 @@ def content_hash(data: bytes | str) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8")
     return hashlib.sha256(data).hexdigest()
+
+
+def memory_id(source_ids: tuple[str, ...] | list[str], type_: str, text: str) -> str:
+    """`m_` + 32 hex of sha256(sorted source ids, type, text)."""
+    h = hashlib.sha256()
+    for part in (*sorted(source_ids), type_, text):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return "m_" + h.hexdigest()[:32]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from memserver.core.types import ChunkOptions, ChunkResult
+from memserver.core.types import Chunk, ChunkOptions, ChunkResult, MemoryDraft
 
 
 class TokenCounter(Protocol):
@@ -51,3 +51,27 @@ class NullProgress:
 
     def finish(self) -> None:
         pass
+
+
+class Distiller(Protocol):
+    """Turns a chunk into at most 3 typed memories. `name` identifies it (and its prompt)."""
+
+    name: str
+
+    def distill(self, chunk: Chunk) -> list[MemoryDraft]: ...
+
+
+class LLM(Protocol):
+    """A text-completion model used for optional steps; every caller has a fallback."""
+
+    name: str
+
+    def complete(self, system: str, user: str, *, max_tokens: int = 512) -> str: ...
+
+
+class Reranker(Protocol):
+    """Scores (query, passage) pairs; higher is more relevant."""
+
+    name: str
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]: ...

@@ -148,6 +148,7 @@ class RecallResult:
     truncated: bool
     evidence: tuple[Evidence, ...]
     unembedded: int = 0  # current chunks still waiting for a vector
+    signals: dict[str, float] = field(default_factory=dict)  # the gate's inputs, for calibration
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,6 +178,8 @@ class IndexReport:
     chunks_total: int = 0
     chunks_embedded: int = 0
     chunks_unembedded: int = 0
+    memories_added: int = 0
+    memories_embedded: int = 0
     tokens: int = 0
     seconds: float = 0.0
     seconds_to_search: float = 0.0  # until BM25 could answer
@@ -203,6 +206,8 @@ class IndexReport:
             "chunks_total": self.chunks_total,
             "chunks_embedded": self.chunks_embedded,
             "chunks_unembedded": self.chunks_unembedded,
+            "memories_added": self.memories_added,
+            "memories_embedded": self.memories_embedded,
             "tokens": self.tokens,
             "seconds": round(self.seconds, 3),
             "seconds_to_search": round(self.seconds_to_search, 3),
@@ -224,3 +229,39 @@ class FileRecord:
     chunk_ids: tuple[str, ...]
     git_commit: str = ""
     git_branch: str = ""
+
+
+MEMORY_TYPES = (
+    "fact",
+    "procedure",
+    "definition",
+    "requirement",
+    "decision",
+    "convention",
+    "dependency",
+    "bugfix",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """A distilled statement about one or more chunks, before it gets its id."""
+
+    type: str  # one of MEMORY_TYPES
+    key: str  # a short retrieval key ("open_file: open a file lazily")
+    text: str  # the statement, in words
+    entities: tuple[str, ...] = ()  # identifiers, paths, names it mentions
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A stored memory of the distilled view; `source_ids` is never empty."""
+
+    id: str
+    type: str
+    key: str
+    text: str
+    source_ids: tuple[str, ...]
+    entities: tuple[str, ...] = ()
+    distiller: str = ""
+    status: str = "active"  # active | stale | superseded | archived | forgotten

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memserver.core.ids import chunk_id, content_hash
-from memserver.core.protocols import Chunker, Embedder, NullProgress, Progress
+from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import Chunk, ChunkDraft, FileRecord, IndexReport, SourceFile
+from memserver.ingest.memories import MemoryWriter
 from memserver.store.index import IndexStore
 
 
@@ -80,6 +81,7 @@ class Indexer:
         progress: Progress | None = None,
         git: tuple[str, str] = ("", ""),
         chunker_id: str = "",
+        distiller: Distiller | None = None,
     ) -> None:
         self.store = store
         self.chunker = chunker
@@ -89,6 +91,7 @@ class Indexer:
         self.progress = progress or NullProgress()
         self.git = git
         self.chunker_id = chunker_id
+        self.distiller = distiller
         # chunks cut by another chunker version or settings: every file is cut again
         # (content ids keep the vectors of chunks that come out the same)
         self.rechunk = bool(store.meta.chunker) and store.meta.chunker != chunker_id
@@ -137,7 +140,11 @@ class Indexer:
         return to_chunks(self.store.meta.project, result.chunks)
 
     def _apply(
-        self, batch: Sequence[_FilePlan], states: dict[str, bool], report: IndexReport
+        self,
+        batch: Sequence[_FilePlan],
+        states: dict[str, bool],
+        memories: MemoryWriter,
+        report: IndexReport,
     ) -> None:
         lance, bm25 = self.store.lance, self.store.bm25
         new: list[Chunk] = []
@@ -171,13 +178,17 @@ class Indexer:
         reopened = [cid for cid in kept if not states[cid]]
         moved = _moved(existing, lance.get_chunks(sorted(kept)))
         gone = sorted(cid for cid in old_ids - kept if states.get(cid))
+        back = [existing[cid] for cid in reopened]
         lance.insert_chunks(new)
         lance.set_valid_to(reopened, closed=False)
         lance.move_chunks(moved)
-        bm25.delete(gone)
-        bm25.add([*new, *(existing[cid] for cid in reopened), *(existing[cid] for cid in moved)])
+        distilled = memories.chunks_added([*new, *back])
+        bm25.delete([*gone, *memories.ids_of(gone)])
+        bm25.add([*new, *back, *(existing[cid] for cid in moved)])
+        bm25.add_memories(distilled)
         bm25.commit()
         lance.set_valid_to(gone, closed=True)
+        memories.chunks_closed(gone)
         lance.write_manifest(records, [])
         for c in new:
             states[c.id] = True
@@ -190,50 +201,57 @@ class Indexer:
         report.files_indexed += len(batch)
 
     def _remove(
-        self, removed: Sequence[FileRecord], states: dict[str, bool], report: IndexReport
+        self,
+        removed: Sequence[FileRecord],
+        states: dict[str, bool],
+        memories: MemoryWriter,
+        report: IndexReport,
     ) -> None:
         gone = sorted({cid for r in removed for cid in r.chunk_ids if states.get(cid)})
-        self.store.bm25.delete(gone)
+        self.store.bm25.delete([*gone, *memories.ids_of(gone)])
         self.store.bm25.commit()
         self.store.lance.set_valid_to(gone, closed=True)
+        memories.chunks_closed(gone)
         self.store.lance.write_manifest([], [r.path for r in removed])
         report.chunks_removed += len(gone)
         report.files_removed += len(removed)
 
     def store_chunks(self, plan: _Plan, report: IndexReport) -> None:
         states = self.store.lance.chunk_states()
+        memories = MemoryWriter(self.store, self.distiller)
         self.progress.start("chunking", len(plan.changed))
         for batch in _batched(plan.changed, self.batch_files):
-            self._apply(batch, states, report)
+            self._apply(batch, states, memories, report)
         self.progress.finish()
         if plan.removed:
-            self._remove(plan.removed, states, report)
+            self._remove(plan.removed, states, memories, report)
+        report.memories_added += memories.added
         if plan.touched:
             self.store.lance.write_manifest(plan.touched, [])
         report.files_unchanged = plan.unchanged
 
     # -- phase 2: vectors --------------------------------------------------------
 
-    def embed_pending(self, report: IndexReport, limit_seconds: float | None = None) -> None:
-        """Embed current chunks that lack a vector, one committed batch at a time."""
-        lance = self.store.lance
+    def embed_pending(self, report: IndexReport) -> None:
+        """Embed current chunks, then active memories, that lack a vector, batch by batch."""
+        lance, mem = self.store.lance, self.store.memories
         if self.embedder is None:
             report.chunks_unembedded = 0
             return
-        pending = lance.count_unembedded()
+        embedder = self.embedder
         started = time.monotonic()
+        pending = lance.count_unembedded() + mem.count_unembedded()
         self.progress.start("embedding", pending)
-        while pending:
-            batch = lance.unembedded(self.embed_batch)
-            if not batch:
-                break
-            vectors = self.embedder.embed_documents([embed_text(c) for c in batch])
+        while batch := lance.unembedded(self.embed_batch):
+            vectors = embedder.embed_documents([embed_text(c) for c in batch])
             lance.set_vectors({c.id: v for c, v in zip(batch, vectors, strict=True)})
             report.chunks_embedded += len(batch)
             self.progress.advance(len(batch))
-            pending = max(0, pending - len(batch))
-            if limit_seconds is not None and time.monotonic() - started > limit_seconds:
-                break
+        while memos := mem.unembedded(self.embed_batch * 4):
+            vectors = embedder.embed_documents([m.text for m in memos])
+            lance.set_vectors({m.id: v for m, v in zip(memos, vectors, strict=True)}, mem.table)
+            report.memories_embedded += len(memos)
+            self.progress.advance(len(memos))
         self.progress.finish()
         report.seconds_embedding += time.monotonic() - started
         report.chunks_unembedded = lance.count_unembedded()

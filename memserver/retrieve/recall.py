@@ -1,22 +1,49 @@
-"""Recall, first version: BM25 and dense over current chunks, fused by RRF, packed."""
+"""Recall: plan → arms → resolve → fuse → merge → rerank → gate → pack.
+
+One module per stage lives beside this one; this module only runs them in
+order. No LLM call is made on this path.
+"""
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
+import numpy as np
+
 from memserver.config import RecallSettings
 from memserver.core.errors import ConfigError
-from memserver.core.protocols import Embedder
-from memserver.core.types import Evidence, RecallResult
-from memserver.retrieve.fuse import rrf
+from memserver.core.protocols import Embedder, Reranker, TokenCounter
+from memserver.core.types import Chunk, Evidence, RecallResult
+from memserver.retrieve import arms
+from memserver.retrieve.arms import Filters, Ranked
+from memserver.retrieve.fuse import Fused, rrf
+from memserver.retrieve.gate import FEATURES, GateSignals, confidence, coverage
+from memserver.retrieve.merge import merge_adjacent
 from memserver.retrieve.pack import pack
-from memserver.store.bm25 import query_terms
+from memserver.retrieve.plan import QueryPlan, plan_query
+from memserver.retrieve.view import RecallView, Snapshot
 from memserver.store.index import IndexStore
+
+MIN_BUDGET, MAX_BUDGET = 1, 1_000_000
 
 
 class Recaller:
-    def __init__(self, store: IndexStore, embedder: Embedder | None, settings: RecallSettings):
+    def __init__(
+        self,
+        store: IndexStore,
+        embedder: Embedder | None,
+        settings: RecallSettings,
+        *,
+        tokens: TokenCounter | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
+        self.tokens = tokens
+        self.reranker = reranker
+        self.view = RecallView(store, with_memories=True)
 
     def recall(
         self,
@@ -25,27 +52,96 @@ class Recaller:
         k: int | None = None,
         budget_tokens: int | None = None,
         max_files: int | None = None,
+        filters: Filters | None = None,
+        include_memories: bool = True,
+        rerank: bool = True,
     ) -> RecallResult:
         s = self.settings
         k = k or s.k
         budget = s.budget_tokens if budget_tokens is None else budget_tokens
         if not query.strip():
             raise ConfigError("the query is empty", hint="ask in words or name an identifier")
-        if budget < 1:
+        if not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise ConfigError(f"budget_tokens must be positive, got {budget}", hint="e.g. 4096")
-        n = max(s.candidates, k)
-        arms = {"bm25": self.store.bm25.search(query_terms(query), n)}
-        if self.embedder is not None:
-            arms["dense"] = self.store.lance.vector_search(self.embedder.embed_query(query), n)
-        weights = {"bm25": s.bm25_weight, "dense": s.dense_weight}
-        fused = rrf(arms, weights, k=s.rrf_k)[:n]
-        rows = self.store.lance.get_chunks([f.id for f in fused])
-        ranked = []
+        started = time.perf_counter()
+        snap = self.view.get()
+        plan = plan_query(
+            query, expansions=s.expansions,
+            weights=(s.original_weight, s.canonical_weight, s.expansion_weight),
+            base_depth=s.candidates,
+        )  # fmt: skip
+        mask = arms.filter_mask(snap, filters or Filters())
+        via: dict[str, set[str]] = {}
+        ranked, weights, firsts = self._arms(snap, plan, mask, include_memories, via)
+        fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
+        evidence = self._evidence(snap, fused, via)
+        head = k  # only what can reach the pack is worth merging (and re-counting)
+        evidence = merge_adjacent(snap, evidence[:head], self.tokens) + evidence[head:]
+        if rerank and self.reranker is not None and evidence:
+            evidence = self._rerank(query, evidence)
+        signals = self._signals(plan, evidence, firsts)
+        conf = self._confidence(signals)
+        packed = pack(evidence, budget, max_files or s.max_files, k)
+        unembedded = int((~snap.embedded).sum()) if self.embedder is not None else 0
+        result = RecallResult(
+            query=query, found=conf >= s.gate_threshold if evidence else False,
+            confidence=round(conf, 4), tokens=packed.tokens, truncated=packed.truncated,
+            evidence=packed.evidence, unembedded=unembedded,
+        )  # fmt: skip
+        result.signals.update(dict(zip(FEATURES, signals.vector(), strict=True)))
+        result.signals["ms"] = (time.perf_counter() - started) * 1000
+        return result
+
+    # -- stages --------------------------------------------------------------------
+
+    def _arms(
+        self, snap: Snapshot, plan: QueryPlan, mask: np.ndarray | None,
+        include_memories: bool, via: dict[str, set[str]],
+    ) -> tuple[dict[str, Ranked], dict[str, float], dict[str, Ranked]]:  # fmt: skip
+        ranked: dict[str, Ranked] = {}
+        weights: dict[str, float] = {}
+        depth = plan.depth
+        qvs: list[np.ndarray] = []
+        if self.embedder is not None and snap.vectors is not None:
+            # dense arms for the first routes only: MiniLM already maps synonyms close
+            # together, and each extra route costs a model call (~6 ms on 2 cores)
+            dense_routes = plan.routes[: max(1, self.settings.dense_routes)]
+            vecs = self.embedder.embed_documents([r.text for r in dense_routes])
+            qvs = [np.asarray(v, dtype=np.float32) for v in vecs]
+        for i, route in enumerate(plan.routes):
+            name = route.name
+            ranked[f"{name}/bm25"] = arms.bm25_arm(self.store.bm25, snap, route, "chunk", mask,
+                                                   depth, via)  # fmt: skip
+            if include_memories and i < 2:  # memories: original and canonical wording only
+                ranked[f"{name}/bm25-memory"] = arms.bm25_arm(
+                    self.store.bm25, snap, route, "memory", mask, depth, via
+                )
+            if i < len(qvs):
+                ranked[f"{name}/dense"] = arms.dense_chunks(snap, qvs[i], mask, depth)
+                if include_memories:
+                    ranked[f"{name}/dense-memory"] = arms.dense_memories(
+                        snap, qvs[i], mask, depth, via
+                    )
+            for arm in list(ranked):
+                if arm.startswith(name + "/"):
+                    weights[arm] = route.weight
+        exact = arms.exact_names(snap, plan, mask)
+        if exact:
+            ranked["exact"] = exact
+            weights["exact"] = self.settings.exact_weight
+        firsts = {a.split("/", 1)[1]: r for a, r in ranked.items() if a.startswith("original/")}
+        return ranked, weights, firsts
+
+    def _evidence(
+        self, snap: Snapshot, fused: list[Fused], via: dict[str, set[str]]
+    ) -> list[Evidence]:
+        out = []
         for f in fused:
-            if f.id not in rows:
+            row = snap.row.get(f.id)
+            if row is None:
                 continue
-            c, has_vector = rows[f.id]
-            ranked.append(
+            c: Chunk = snap.chunks[row]
+            out.append(
                 Evidence(
                     id=c.id,
                     path=c.path,
@@ -58,17 +154,45 @@ class Recaller:
                     score=f.score,
                     tokens=c.tokens,
                     routes=f.arms,
-                    embedded=has_vector,
+                    embedded=bool(snap.embedded[row]),
+                    memory_ids=tuple(sorted(via.get(c.id, ()))),
                 )
             )
-        packed = pack(ranked, budget, max_files or s.max_files, k)
-        unembedded = self.store.lance.count_unembedded() if self.embedder is not None else 0
-        return RecallResult(
-            query=query,
-            found=None,
-            confidence=None,
-            tokens=packed.tokens,
-            truncated=packed.truncated,
-            evidence=packed.evidence,
-            unembedded=unembedded,
+        return out
+
+    def _rerank(self, query: str, evidence: list[Evidence]) -> list[Evidence]:
+        assert self.reranker is not None
+        n = self.settings.rerank_candidates
+        head, tail = evidence[:n], evidence[n:]
+        passages = [f"{e.path} {e.symbol}\n{e.text}" for e in head]
+        scores = self.reranker.score(query, passages)
+        order = sorted(range(len(head)), key=lambda i: -scores[i])
+        return [replace(head[i], score=float(scores[i])) for i in order] + tail
+
+    def _signals(
+        self, plan: QueryPlan, evidence: list[Evidence], firsts: dict[str, Ranked]
+    ) -> GateSignals:
+        if not evidence:
+            return GateSignals()
+        top = evidence[0]
+        dense = firsts.get("dense", [])
+        bm25 = firsts.get("bm25", [])
+        memory = firsts.get("dense-memory", [])
+        in_dense = any(cid == top.id for cid, _ in dense[:10])
+        in_bm25 = any(cid == top.id for cid, _ in bm25[:10])
+        return GateSignals(
+            dense=dense[0][1] if dense else 0.0,
+            memory=memory[0][1] if memory else 0.0,
+            coverage=coverage(plan.content_words, f"{top.path} {top.symbol} {top.text}"),
+            agree=(in_dense + in_bm25) / 2,
+            margin=(dense[0][1] - dense[min(9, len(dense) - 1)][1]) if dense else 0.0,
         )
+
+    def _confidence(self, signals: GateSignals) -> float:
+        s = self.settings
+        if self.embedder is None:  # BM25 only: lexical coverage is all there is
+            return signals.coverage
+        return confidence(signals, s.gate_weights, s.gate_bias)
+
+
+__all__ = ["Filters", "Recaller"]

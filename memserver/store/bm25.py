@@ -15,12 +15,12 @@ from typing import Any
 
 from memserver.core.errors import StoreError
 from memserver.core.text import analysed, words
-from memserver.core.types import Chunk
+from memserver.core.types import Chunk, Memory
 
 _HEAP = 64_000_000
 # fields searched, with boosts: the name (path + symbol) counts more than the body
 _FIELDS = {"body": 1.0, "name": 2.0}
-_STOP = frozenset(
+STOP_WORDS = _STOP = frozenset(
     "a an and are as at be by for from has have how i in is it its of on or that the this to "
     "was were what when where which who why will with does do we our you your can".split()
 )
@@ -88,6 +88,20 @@ class Bm25Index:
         except Exception as exc:
             raise _error("add documents", exc) from exc
 
+    def add_memories(self, memories: Iterable[Memory]) -> None:
+        writer = self._w()
+        try:
+            for m in memories:
+                writer.delete_documents_by_term("id", m.id)
+                writer.add_document(
+                    self._tantivy.Document(
+                        id=m.id, view="memory", path="", name=analysed(m.key),
+                        body=analysed(m.text),
+                    )
+                )  # fmt: skip
+        except Exception as exc:
+            raise _error("add memory documents", exc) from exc
+
     def delete(self, ids: Iterable[str]) -> None:
         writer = self._w()
         try:
@@ -115,25 +129,37 @@ class Bm25Index:
             finally:
                 self._writer = None
 
-    def all_ids(self) -> set[str]:
+    def refresh(self) -> None:
+        """See commits made since (by this or another process)."""
+        self._index.reload()
+
+    def all_ids(self, view: str = "chunk") -> set[str]:
         self._index.reload()
         searcher = self._index.searcher()
         n = searcher.num_docs
         if not n:
             return set()
-        hits = searcher.search(self._tantivy.Query.all_query(), limit=n).hits
+        only = self._tantivy.Query.term_query(self._index.schema, "view", view)
+        hits = searcher.search(only, limit=n).hits
         return {searcher.doc(addr)["id"][0] for _, addr in hits}
 
-    def count(self) -> int:
+    def count(self, view: str | None = None) -> int:
         self._index.reload()
-        return int(self._index.searcher().num_docs)
+        searcher = self._index.searcher()
+        if view is None:
+            return int(searcher.num_docs)
+        only = self._tantivy.Query.term_query(self._index.schema, "view", view)
+        return int(searcher.search(only, limit=1, count=True).count)
 
-    def search(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
-        """BM25 over name and body for any of the terms: (id, score), best first."""
+    def search(self, terms: Sequence[str], k: int, view: str = "chunk") -> list[tuple[str, float]]:
+        """BM25 over name and body for any of the terms in one view: (id, score), best first."""
         if not terms:
             return []
+        tv = self._tantivy
         try:
-            query = self._index.parse_query(" ".join(terms), list(_FIELDS), field_boosts=_FIELDS)
+            text = self._index.parse_query(" ".join(terms), list(_FIELDS), field_boosts=_FIELDS)
+            only = tv.Query.term_query(self._index.schema, "view", view)
+            query = tv.Query.boolean_query([(tv.Occur.Must, only), (tv.Occur.Must, text)])
             searcher = self._index.searcher()
             hits = searcher.search(query, limit=k).hits
             return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits]

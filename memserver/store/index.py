@@ -16,6 +16,7 @@ from memserver.core.errors import IndexMissing, StoreError
 from memserver.store.bm25 import Bm25Index
 from memserver.store.lance import LanceStore
 from memserver.store.lock import WriterLock
+from memserver.store.memories import MemoryRows
 from memserver.store.meta import IndexMeta, check_compatible, read_meta, write_meta
 from memserver.store.schema import SCHEMA_VERSION
 from memserver.store.statecache import DIRTY
@@ -31,6 +32,7 @@ class IndexStore:
         self.meta = meta
         self.lance = LanceStore(index_dir / "lance", meta.dim)
         self.bm25 = Bm25Index(index_dir / "bm25")
+        self.memories = MemoryRows(self.lance.memories, meta.dim)
 
     @classmethod
     def open(cls, index_dir: Path, embedder: str, dim: int) -> IndexStore:
@@ -98,7 +100,11 @@ class IndexStore:
             return True
         current = self.lance.count_current()
         referenced = sum(len(r.chunk_ids) for r in self.lance.manifest().values())
-        return not (current == referenced == self.bm25.count())
+        memories = self.memories.count_active()
+        return not (
+            current == referenced == self.bm25.count("chunk")
+            and memories == self.bm25.count("memory")
+        )
 
     def reconcile(self) -> int:
         """Make LanceDB, tantivy and the manifest agree; return how many ids were fixed.
@@ -128,7 +134,7 @@ class IndexStore:
             self.lance.write_manifest([], redo)
             fixed += len(redo)
             referenced -= {cid for p in redo for cid in manifest[p].chunk_ids}
-        in_bm25 = self.bm25.all_ids()
+        in_bm25 = self.bm25.all_ids("chunk")
         extra = in_bm25 - referenced
         missing = sorted(referenced - in_bm25)
         if extra or missing:
@@ -136,7 +142,23 @@ class IndexStore:
             self.bm25.add(c for c, _ in self.lance.get_chunks(missing).values())
             self.bm25.commit()
             fixed += len(extra) + len(missing)
-        return fixed
+        return fixed + self._reconcile_memories(referenced)
+
+    def _reconcile_memories(self, current: set[str]) -> int:
+        """Memories follow their chunk: active iff it is current; tantivy holds the active."""
+        states = self.memories.states()
+        stale = [m for m, (s, o) in states.items() if s == "active" and o and o not in current]
+        back = [m for m, (s, o) in states.items() if s == "stale" and o in current]
+        self.memories.set_status(stale, "stale")
+        self.memories.set_status(back, "active")
+        active = {m for m, (s, o) in states.items() if s == "active"} - set(stale) | set(back)
+        in_bm25 = self.bm25.all_ids("memory")
+        extra, missing = in_bm25 - active, sorted(active - in_bm25)
+        if extra or missing:
+            self.bm25.delete(extra)
+            self.bm25.add_memories(self.memories.get(missing).values())
+            self.bm25.commit()
+        return len(stale) + len(back) + len(extra) + len(missing)
 
     def finish_run(self, commit: str, branch: str, chunker: str) -> None:
         self.meta = self.meta.with_run(

@@ -17,10 +17,11 @@ import pyarrow as pa
 
 from memserver.core.errors import StoreError
 from memserver.core.types import Chunk, FileRecord
-from memserver.store.schema import chunk_schema, files_schema
+from memserver.store.schema import chunk_schema, files_schema, memory_schema
 
 CHUNKS = "chunks"
 FILES = "files"
+MEMORIES = "memories"
 _IN_BATCH = 500
 _CHUNK_COLUMNS = [f.name for f in chunk_schema(0) if f.name not in ("scope", "tags")]
 
@@ -59,6 +60,17 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _take(table: Any, ids: Sequence[str], columns: list[str] | None = None) -> pa.Table:
+    """Rows of `table` whose id is in `ids` (all columns unless `columns`)."""
+    parts = []
+    for batch in _batches(list(ids)):
+        query = table.search().where(_in("id", batch))
+        if columns:
+            query = query.select(columns)
+        parts.append(query.limit(None).to_arrow())
+    return pa.concat_tables(parts) if parts else table.schema.empty_table()
+
+
 def chunk_from_row(row: dict[str, Any]) -> Chunk:
     return Chunk(
         id=row["id"],
@@ -86,6 +98,7 @@ class LanceStore:
             self._db = lancedb.connect(str(path))
             self.chunks = self._open(CHUNKS, chunk_schema(dim))
             self.files = self._open(FILES, files_schema())
+            self.memories = self._open(MEMORIES, memory_schema(dim))
         except StoreError:
             raise
         except Exception as exc:
@@ -176,13 +189,7 @@ class LanceStore:
             raise store_error(f"move {len(spans)} chunks", exc) from exc
 
     def _take(self, ids: Sequence[str], columns: list[str] | None = None) -> pa.Table:
-        parts = [
-            self.chunks.search().where(_in("id", batch)).select(columns).limit(None).to_arrow()
-            if columns
-            else self.chunks.search().where(_in("id", batch)).limit(None).to_arrow()
-            for batch in _batches(list(ids))
-        ]
-        return pa.concat_tables(parts) if parts else self.chunks.schema.empty_table()
+        return _take(self.chunks, ids, columns)
 
     def get_chunks(self, ids: Sequence[str]) -> dict[str, tuple[Chunk, bool]]:
         """id → (chunk, has a vector) for the ids that exist."""
@@ -193,6 +200,19 @@ class LanceStore:
         except Exception as exc:
             raise store_error("read chunks", exc) from exc
         return {r["id"]: (chunk_from_row(r), bool(r["embedded"])) for r in rows}
+
+    def current_table(self, with_vectors: bool) -> pa.Table:
+        """Current chunks as Arrow, for the in-memory recall view."""
+        columns = list(_CHUNK_COLUMNS)
+        if with_vectors and self.dim:
+            columns.append("vector")
+        try:
+            return (
+                self.chunks.search().where("valid_to IS NULL").select(columns)
+                .limit(None).to_arrow()
+            )  # fmt: skip
+        except Exception as exc:
+            raise store_error("read the current chunks", exc) from exc
 
     def unembedded(self, limit: int) -> list[Chunk]:
         """Current chunks that still lack a vector (the resumable embedding phase)."""
@@ -214,16 +234,18 @@ class LanceStore:
     def count_current(self) -> int:
         return int(self.chunks.count_rows("valid_to IS NULL"))
 
-    def set_vectors(self, vectors: dict[str, list[float]]) -> None:
+    def set_vectors(self, vectors: dict[str, list[float]], table: Any = None) -> None:
+        """Store vectors for rows of `table` (chunks by default) and mark them embedded."""
+        table = self.chunks if table is None else table
         if not vectors:
             return
         try:
-            rows = self._take(list(vectors)).to_pylist()
+            rows = _take(table, list(vectors)).to_pylist()
             for row in rows:
                 row["vector"] = vectors[row["id"]]
                 row["embedded"] = True
-            data = pa.Table.from_pylist(rows, schema=self.chunks.schema)
-            self.chunks.merge_insert("id").when_matched_update_all().execute(data)
+            data = pa.Table.from_pylist(rows, schema=table.schema)
+            table.merge_insert("id").when_matched_update_all().execute(data)
         except Exception as exc:
             raise store_error(f"store {len(vectors)} vectors", exc) from exc
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from memserver.core.errors import IndexMismatch, StoreError
 
 META_FILE = "meta.json"
-SCHEMA_VERSION = 1  # bump when a table's schema changes: old indexes must be rebuilt
+SCHEMA_VERSION = 2  # bump when a table's schema changes: old indexes must be rebuilt
 
 
 @dataclass(frozen=True)

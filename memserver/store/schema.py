@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from memserver.store.meta import SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "chunk_schema", "files_schema"]
+__all__ = ["SCHEMA_VERSION", "chunk_schema", "files_schema", "memory_schema"]
 
 _SCOPE = pa.struct(
     [
@@ -43,6 +43,31 @@ def chunk_schema(dim: int) -> pa.Schema:
         pa.field("superseded_by", pa.string()),
         pa.field("scope", _SCOPE),
         pa.field("tags", pa.list_(pa.string())),
+    ]
+    if dim:
+        fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))
+    return pa.schema(fields)
+
+
+def memory_schema(dim: int) -> pa.Schema:
+    """`memories`: the distilled view; every memory cites at least one chunk."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("type", pa.string()),
+        pa.field("key", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("entities", pa.list_(pa.string())),
+        pa.field("source_ids", pa.list_(pa.string())),
+        pa.field("origin_chunk", pa.string()),  # the chunk it was distilled from, "" for notes
+        pa.field("status", pa.string()),
+        pa.field("superseded_by", pa.string()),
+        pa.field("derived_from", pa.list_(pa.string())),
+        pa.field("distiller", pa.string()),
+        pa.field("embedded", pa.bool_()),
+        pa.field("event_time", _TS),
+        pa.field("valid_from", _TS),
+        pa.field("valid_to", _TS),
+        pa.field("scope", _SCOPE),
     ]
     if dim:
         fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))

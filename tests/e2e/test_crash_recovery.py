@@ -41,6 +41,8 @@ def snapshot(root: Path, index_dir: Path) -> dict:
     return {
         "current": sorted(c for c, cur in states.items() if cur),
         "bm25": sorted(store.bm25.all_ids()),
+        "memories": sorted(m for m, (s, _) in store.memories.states().items() if s == "active"),
+        "bm25_memories": sorted(store.bm25.all_ids("memory")),
         "manifest": {p: sorted(r.chunk_ids) for p, r in store.lance.manifest().items()},
         "unembedded": store.lance.count_unembedded(),
         "dirty": store.dirty,

@@ -1,0 +1,1 @@
+"""Benchmark runners and metrics (`memserver eval ...`)."""

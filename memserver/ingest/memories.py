@@ -1,0 +1,74 @@
+"""Keeps the distilled view in step with the chunks while indexing.
+
+New or reopened chunks are distilled (a deterministic distiller, or an LLM one
+with a cache) and their memories stored and made searchable; memories of
+closed chunks turn stale and leave the keyword index.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from memserver.core.ids import memory_id
+from memserver.core.protocols import Distiller
+from memserver.core.types import MEMORY_TYPES, Chunk, Memory
+from memserver.store.index import IndexStore
+from memserver.store.memories import ACTIVE, STALE
+
+MAX_PER_CHUNK = 3
+
+
+def distill(distiller: Distiller, chunk: Chunk) -> list[Memory]:
+    """At most 3 valid memories citing `chunk` (invalid drafts are dropped)."""
+    with_source = getattr(distiller, "distill_with_source", None)
+    if with_source is not None:  # an LLM distiller says when its fallback answered instead
+        producer, drafts = with_source(chunk)
+    else:
+        producer, drafts = distiller.name, distiller.distill(chunk)
+    out: dict[str, Memory] = {}
+    for d in drafts[:MAX_PER_CHUNK]:
+        if d.type not in MEMORY_TYPES or not d.text.strip():
+            continue
+        mid = memory_id((chunk.id,), d.type, d.text)
+        out[mid] = Memory(mid, d.type, d.key, d.text, (chunk.id,), d.entities, producer)
+    return list(out.values())
+
+
+class MemoryWriter:
+    def __init__(self, store: IndexStore, distiller: Distiller | None) -> None:
+        self.store = store
+        self.distiller = distiller
+        self.states = store.memories.states() if distiller else {}
+        self.by_origin: dict[str, list[str]] = defaultdict(list)
+        for mid, (_, origin) in self.states.items():
+            self.by_origin[origin].append(mid)
+        self.added = 0
+
+    def chunks_added(self, chunks: Iterable[Chunk]) -> list[Memory]:
+        """Distil chunks that are new or back; store what is new; return all their memories."""
+        if self.distiller is None:
+            return []
+        memories: list[tuple[Memory, str]] = []
+        for c in chunks:
+            memories.extend((m, c.id) for m in distill(self.distiller, c))
+        fresh = [(m, o) for m, o in memories if m.id not in self.states]
+        revived = [m.id for m, _ in memories if self.states.get(m.id, (ACTIVE,))[0] != ACTIVE]
+        self.store.memories.insert(fresh)
+        self.store.memories.set_status(revived, ACTIVE)
+        for m, origin in memories:
+            self.states[m.id] = (ACTIVE, origin)
+            if m.id not in self.by_origin[origin]:
+                self.by_origin[origin].append(m.id)
+        self.added += len(fresh)
+        return [m for m, _ in memories]
+
+    def ids_of(self, chunk_ids: Sequence[str]) -> list[str]:
+        return [mid for cid in chunk_ids for mid in self.by_origin.get(cid, ())]
+
+    def chunks_closed(self, chunk_ids: Sequence[str]) -> None:
+        if self.distiller is None or not chunk_ids:
+            return
+        self.store.memories.set_status_by_origin(chunk_ids, STALE)
+        for mid in self.ids_of(chunk_ids):
+            self.states[mid] = (STALE, self.states[mid][1])

@@ -1,0 +1,80 @@
+"""Query planning: the routes a query is asked in, its identifiers, and how deep to go.
+
+Routes (DESIGN.md): the original text; a canonical form (identifiers split and
+normalised, stop words dropped); and up to three expansions that swap one
+content word for a code-terminology synonym. Weights 1.0 / 1.0 / 0.5.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from memserver.core.text import analysed
+from memserver.store.bm25 import query_terms
+
+# a dotted name, a snake/camel identifier, or a file name / path
+_IDENT = re.compile(
+    r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[A-Za-z_$]*[a-z][A-Z][\w$]*|[A-Za-z$]+_[\w$]+"
+    r"|[\w./-]+\.(?:py|js|ts|tsx|go|rs|java|c|h|cpp|cs|rb|php|sh|md|json|ya?ml|toml)\b"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    name: str  # original | canonical | expansion:<word>
+    text: str  # what the dense arm embeds
+    terms: tuple[str, ...]  # what the BM25 arm searches
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    query: str
+    routes: tuple[Route, ...]
+    identifiers: tuple[str, ...]
+    content_words: tuple[str, ...]
+    depth: int  # candidates kept per arm
+
+
+@lru_cache(maxsize=1)
+def synonyms() -> dict[str, tuple[str, ...]]:
+    text = resources.files("memserver.retrieve").joinpath("data/synonyms.txt").read_text()
+    table: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        group = line.split("#", 1)[0].split()
+        for word in group:
+            table.setdefault(word, []).extend(w for w in group if w != word)
+    return {w: tuple(dict.fromkeys(alts)) for w, alts in table.items()}
+
+
+def identifiers(query: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(m.group(0).strip(".") for m in _IDENT.finditer(query)))
+
+
+def plan_query(
+    query: str,
+    *,
+    expansions: int = 3,
+    weights: tuple[float, float, float] = (1.0, 1.0, 0.5),
+    base_depth: int = 30,
+) -> QueryPlan:
+    terms = tuple(dict.fromkeys(w for w in analysed(query).split() if len(w) > 1))
+    content = tuple(query_terms(query))
+    canonical = " ".join(content)
+    routes = [Route("original", query, terms, weights[0])]
+    if canonical and canonical != query.strip().lower():
+        routes.append(Route("canonical", canonical, content, weights[1]))
+    table = synonyms()
+    for word in content:
+        if len(routes) >= 2 + expansions:
+            break
+        alts = [a for a in table.get(word, ()) if a not in content]
+        if alts:
+            swapped = tuple(alts[0] if t == word else t for t in content)
+            routes.append(Route(f"expansion:{word}", " ".join(swapped), swapped, weights[2]))
+    # more content words → a vaguer question → look deeper before fusing
+    depth = min(3 * base_depth, base_depth + 5 * max(0, len(content) - 4))
+    return QueryPlan(query, tuple(routes), identifiers(query), content, depth)

@@ -1,0 +1,140 @@
+"""The recall pipeline over real stores: arms, filters, memories, merging, packing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memserver.core.errors import ConfigError
+from memserver.core.types import Evidence
+from memserver.retrieve.arms import Filters
+from memserver.retrieve.plan import plan_query
+
+
+@pytest.fixture
+def indexed(sample_repo: Path, make_engine):
+    make_engine(sample_repo).index()
+    return make_engine(sample_repo)
+
+
+def test_plan_has_original_canonical_and_expansion_routes() -> None:
+    plan = plan_query("Remove the config file when parseHTTPResponse fails")
+    names = [r.name for r in plan.routes]
+    assert names[:2] == ["original", "canonical"]
+    assert any(n.startswith("expansion:") for n in names) and len(names) <= 5
+    canonical = plan.routes[1]
+    assert "parse" in canonical.terms and "http" in canonical.terms and "the" not in canonical.terms
+    assert [r.weight for r in plan.routes][:2] == [1.0, 1.0]
+    assert all(r.weight == 0.5 for r in plan.routes[2:])
+    assert "parseHTTPResponse" in plan.identifiers
+
+
+def test_exact_symbol_and_path_arm(indexed) -> None:
+    recaller = indexed.recaller()
+    top = recaller.recall("RetryPolicy.delays").evidence[0]
+    assert "def delays" in top.text and "exact" in top.routes
+    assert any(e.path == "web/app.js" for e in recaller.recall("app.js").evidence[:3])
+
+
+def test_memories_cite_their_chunk_and_explain_hits(indexed) -> None:
+    store = indexed.open_store()
+    states = store.memories.states()
+    assert states and all(origin.startswith("c_") for _, origin in states.values())
+    memories = store.memories.get(list(states))
+    assert all(m.source_ids for m in memories.values())
+    hits = indexed.recaller().recall("send with retry policy").evidence
+    assert any(e.memory_ids for e in hits)
+    assert any(any(r.endswith("memory") for r in e.routes) for e in hits)
+
+
+def test_changed_chunk_turns_its_memories_stale(indexed, sample_repo: Path, make_engine) -> None:
+    before = {m for m, (s, _) in indexed.open_store().memories.states().items() if s == "active"}
+    cfg = sample_repo / "src/config.py"
+    cfg.write_text(cfg.read_text().replace("fill in defaults", "apply overrides"))
+    make_engine(sample_repo).index()
+    after = make_engine(sample_repo).open_store().memories.states()
+    stale = {m for m, (s, _) in after.items() if s == "stale"}
+    assert stale and stale <= before
+    store = make_engine(sample_repo).open_store()
+    assert store.bm25.all_ids("memory").isdisjoint(stale)
+
+
+def test_filters_are_hard_constraints_and_fail_closed(indexed) -> None:
+    recaller = indexed.recaller()
+    only_js = recaller.recall("retry request settings", filters=Filters(languages=("javascript",)))
+    assert only_js.evidence and {e.language for e in only_js.evidence} == {"javascript"}
+    in_src = recaller.recall("routes users", filters=Filters(paths=("src/",)))
+    assert all(e.path.startswith("src/") for e in in_src.evidence)
+    nothing = recaller.recall("retry", filters=Filters(paths=("no/such/dir/",)))
+    assert nothing.evidence == () and nothing.found is False
+    kinds = recaller.recall("retry", filters=Filters(kinds=("class",)))
+    assert all(e.kind == "class" for e in kinds.evidence)
+
+
+def test_empty_query_is_an_error(indexed) -> None:
+    with pytest.raises(ConfigError, match="empty"):
+        indexed.recaller().recall("   ")
+
+
+class ReverseAlphabet:
+    """A `Reranker` for tests: prefers passages whose path sorts last."""
+
+    name = "reverse-alphabet"
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        return [float(sum(map(ord, p.split(" ", 1)[0]))) for p in passages]
+
+
+def test_reranker_stage_reorders_and_can_be_switched_off(indexed) -> None:
+    recaller = indexed.recaller()
+    plain = recaller.recall("settings retry routes", k=20, budget_tokens=10**6, max_files=10)
+    recaller.reranker = ReverseAlphabet()
+    reranked = recaller.recall("settings retry routes", k=20, budget_tokens=10**6, max_files=10)
+    paths = [e.path for e in reranked.evidence]
+    assert paths == sorted(paths, key=lambda p: -sum(map(ord, p)))
+    off = recaller.recall("settings retry routes", k=20, budget_tokens=10**6, max_files=10,
+                          rerank=False)  # fmt: skip
+    assert [e.id for e in off.evidence] == [e.id for e in plain.evidence]
+
+
+def test_adjacent_chunks_of_one_file_merge_into_one_span(indexed) -> None:
+    from memserver.retrieve.merge import merge_adjacent
+
+    recaller = indexed.recaller()
+    snap = recaller.view.get()
+    rows = [i for i, c in enumerate(snap.chunks) if snap.next_in_file.get(i) == i + 1]
+    assert rows, "the sample repo has neighbouring chunks"
+    first, second = snap.chunks[rows[0]], snap.chunks[rows[0] + 1]
+
+    def evidence(c, score: float) -> Evidence:
+        return Evidence(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language,
+                        c.text, score, c.tokens, routes=("original/bm25",))  # fmt: skip
+
+    merged = merge_adjacent(snap, [evidence(second, 0.9), evidence(first, 0.5)], recaller.tokens)
+    assert len(merged) == 1
+    m = merged[0]
+    assert m.score == 0.9 and m.id == first.id
+    assert (m.start_line, m.end_line) == (first.start_line, second.end_line)
+    lines = (indexed.root / first.path).read_text().split("\n")
+    assert m.text == "\n".join(lines[m.start_line - 1 : m.end_line])
+    assert m.tokens == recaller.tokens.count(m.text)
+
+
+_QUERIES = st.sampled_from(
+    ["retry", "settings", "routes users", "parse http response", "RetryPolicy", "guide",
+     "the", "load settings file defaults", "createUser", "exponential backoff"]
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(query=_QUERIES, budget=st.integers(1, 3000), files=st.integers(1, 6), k=st.integers(1, 30))
+def test_pack_is_never_over_budget(indexed, query: str, budget: int, files: int, k: int) -> None:
+    result = indexed.recaller().recall(query, k=k, budget_tokens=budget, max_files=files)
+    assert result.tokens == sum(e.tokens for e in result.evidence) <= budget
+    assert len({e.path for e in result.evidence}) <= files and len(result.evidence) <= k
+    counter = indexed.tokens
+    assert all(counter.count(e.text) == e.tokens for e in result.evidence)
