@@ -64,10 +64,11 @@ class RecallSettings:
     canonical_weight: float = 1.0
     expansion_weight: float = 0.5
     exact_weight: float = 1.0
+    memory_weight: float = 0.3
     rerank_candidates: int = 30
-    gate_weights: tuple[float, ...] = (10.0, 2.0, 2.0, 0.5, 2.0)
-    gate_bias: float = -6.5
-    gate_threshold: float = 0.5
+    gate_weights: tuple[float, ...] = (18.4196, 14.5424, 3.9074, 1.2029, -5.2954)
+    gate_bias: float = -16.1027
+    gate_threshold: float = 0.6305
 
 
 @dataclass(frozen=True)

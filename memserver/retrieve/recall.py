@@ -124,7 +124,8 @@ class Recaller:
                     )
             for arm in list(ranked):
                 if arm.startswith(name + "/"):
-                    weights[arm] = route.weight
+                    memory = arm.endswith("-memory")
+                    weights[arm] = route.weight * (self.settings.memory_weight if memory else 1.0)
         exact = arms.exact_names(snap, plan, mask)
         if exact:
             ranked["exact"] = exact

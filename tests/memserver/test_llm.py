@@ -399,3 +399,38 @@ def test_disabled_llm_never_imports_the_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert out.stdout.strip() == "False"
+
+
+def test_indexing_with_the_llm_distiller_stores_its_memories(
+    llm_over, tmp_path: Path, make_engine
+) -> None:
+    """End to end: the index pipeline asks the model once per new chunk and keeps provenance."""
+    import re
+
+    from memserver.core.types import IndexReport
+    from memserver.ingest.distill import HeuristicDistiller
+    from memserver.ingest.pipeline import Indexer
+    from tests.conftest import SAMPLE, write_tree
+
+    asked: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        user = json.dumps(body["messages"])
+        source = re.search(r"c_[0-9a-f]{32}", user)
+        assert source is not None
+        asked.append(source.group(0))
+        return ok(good_reply(source.group(0)))
+
+    root = write_tree(tmp_path / "repo", SAMPLE)
+    engine = make_engine(root)
+    distiller = LlmDistiller(llm_over(handler), HeuristicDistiller(), tmp_path / "cache")
+    store = engine._writable_store(False)
+    report = IndexReport(root=str(root), index_dir=str(engine.index_dir))
+    Indexer(store, engine.chunker(), engine.embedder, distiller=distiller).run(
+        engine.walk().files, report
+    )
+    memories = store.memories.get(list(store.memories.states()))
+    assert memories and len(asked) == report.chunks_added
+    assert all(m.distiller.startswith("llm:") for m in memories.values())
+    assert all(len(m.source_ids) == 1 and m.source_ids[0] in asked for m in memories.values())
