@@ -202,8 +202,20 @@ class Engine:
         reranker = self.reranker()[0] if rerank else None
         return Recaller(
             store, self.query_embedder, self.settings.recall, tokens=self.tokens,
-            reranker=reranker,
+            reranker=reranker, expander=self.expander(),
         )  # fmt: skip
+
+    def expander(self) -> Any:
+        """An LLM query expander when the LLM is enabled and has a key, else None."""
+        import os
+
+        if not self.settings.llm.enabled:
+            return None
+        from memserver.llm import llm_from_settings
+        from memserver.llm.expand import LlmExpander
+
+        llm = llm_from_settings(self.settings.llm, os.environ)
+        return LlmExpander(llm) if llm is not None else None
 
     def status(self) -> dict[str, Any]:
         from memserver.ingest.git import head

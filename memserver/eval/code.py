@@ -85,6 +85,7 @@ def score(outcomes: Sequence[Outcome]) -> dict[str, float]:
         "p50_ms": statistics.median(times) if times else 0.0,
         "p95_ms": times[int(0.95 * (len(times) - 1))] if times else 0.0,
         "tokens_mean": statistics.mean(o.tokens for o in outcomes) if outcomes else 0.0,
+        "tokens_max": max((o.tokens for o in outcomes), default=0),
         "answerable": len(ans), "unanswerable": len(una),
     }  # fmt: skip
 

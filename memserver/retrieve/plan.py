@@ -8,6 +8,7 @@ content word for a code-terminology synonym. Weights 1.0 / 1.0 / 0.5.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -60,14 +61,18 @@ def plan_query(
     expansions: int = 3,
     weights: tuple[float, float, float] = (1.0, 1.0, 0.5),
     base_depth: int = 30,
+    rewrites: Sequence[str] = (),
 ) -> QueryPlan:
+    """Routes for `query`; `rewrites` (from an LLM) replace the table's expansions."""
     terms = tuple(dict.fromkeys(w for w in analysed(query).split() if len(w) > 1))
     content = tuple(query_terms(query))
     canonical = " ".join(content)
     routes = [Route("original", query, terms, weights[0])]
     if canonical and canonical != query.strip().lower():
         routes.append(Route("canonical", canonical, content, weights[1]))
-    table = synonyms()
+    for n, text in enumerate(rewrites[:expansions], start=1):
+        routes.append(Route(f"expansion:llm{n}", text, tuple(query_terms(text)), weights[2]))
+    table = {} if rewrites else synonyms()
     for word in content:
         if len(routes) >= 2 + expansions:
             break

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -37,12 +38,14 @@ class Recaller:
         *,
         tokens: TokenCounter | None = None,
         reranker: Reranker | None = None,
+        expander: Any = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.tokens = tokens
         self.reranker = reranker
+        self.expander = expander  # an LlmExpander, or None for the terminology table
         self.view = RecallView(store, with_memories=True)
 
     def recall(
@@ -69,6 +72,7 @@ class Recaller:
             query, expansions=s.expansions,
             weights=(s.original_weight, s.canonical_weight, s.expansion_weight),
             base_depth=s.candidates,
+            rewrites=self.expander.expand(query) if self.expander is not None else (),
         )  # fmt: skip
         mask = arms.filter_mask(snap, filters or Filters())
         via: dict[str, set[str]] = {}

@@ -434,3 +434,36 @@ def test_indexing_with_the_llm_distiller_stores_its_memories(
     assert memories and len(asked) == report.chunks_added
     assert all(m.distiller.startswith("llm:") for m in memories.values())
     assert all(len(m.source_ids) == 1 and m.source_ids[0] in asked for m in memories.values())
+
+
+def test_llm_expansions_become_routes_and_failures_fall_back_to_the_table(
+    llm_over, sample_repo: Path, make_engine
+) -> None:
+    from memserver.llm.expand import LlmExpander
+    from memserver.retrieve.plan import plan_query
+
+    api = Api(ok(json.dumps({"expansions": ["delete config file", "unlink settings path"]})))
+    expander = LlmExpander(llm_over(api))
+    assert expander.expand("remove the settings file") == [
+        "delete config file", "unlink settings path",
+    ]  # fmt: skip
+    assert expander.expand("remove the settings file")  # cached: no second request
+    assert len(api.requests) == 1
+    sent = api.requests[0]["messages"][0]["content"]
+    sent = sent if isinstance(sent, str) else sent[0]["text"]
+    assert "<query_data>\nremove the settings file\n</query_data>" in sent
+    plan = plan_query(
+        "remove the settings file", rewrites=expander.expand("remove the settings file")
+    )
+    assert [r.name for r in plan.routes][2:] == ["expansion:llm1", "expansion:llm2"]
+
+    for bad in (ok("not json"), ok(json.dumps({"expansions": ["a", "b", "c", "d"]})),
+                api_error(500, "api_error")):  # fmt: skip
+        failing = LlmExpander(llm_over(Api(bad)))
+        assert failing.expand("remove the settings file") == [] and failing.failures == 1
+
+    make_engine(sample_repo).index()
+    recaller = make_engine(sample_repo).recaller()
+    recaller.expander = LlmExpander(llm_over(Api(ok(json.dumps({"expansions": ["retry policy"]})))))
+    result = recaller.recall("resend on failure")
+    assert any("expansion:llm1" in "".join(e.routes) for e in result.evidence)
