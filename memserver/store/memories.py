@@ -73,16 +73,13 @@ class MemoryRows:
             raise store_error(f"insert {len(rows)} memories", exc) from exc
 
     def set_status_by_origin(self, chunk_ids: Sequence[str], status: str) -> None:
-        try:
-            for batch in _batches(list(chunk_ids)):
-                self.table.update(where=_in("origin_chunk", batch), values={"status": status})
-        except Exception as exc:
-            raise store_error(f"mark memories {status}", exc) from exc
+        self.set_status(chunk_ids, status, column="origin_chunk")
 
-    def set_status(self, ids: Sequence[str], status: str) -> None:
+    def set_status(self, ids: Sequence[str], status: str, column: str = "id") -> None:
+        """Set the status of the memories whose `column` is in `ids`."""
         try:
             for batch in _batches(list(ids)):
-                self.table.update(where=_in("id", batch), values={"status": status})
+                self.table.update(where=_in(column, batch), values={"status": status})
         except Exception as exc:
             raise store_error(f"mark memories {status}", exc) from exc
 
