@@ -242,6 +242,18 @@ def status(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
         print_status(info)
 
 
+# -- serve ----------------------------------------------------------------------
+
+
+def _register_serve() -> None:
+    from memserver.server.cli_command import serve_command
+
+    main.add_command(serve_command())
+
+
+_register_serve()
+
+
 # -- eval -----------------------------------------------------------------------
 
 

@@ -1,0 +1,223 @@
+"""`build_server`: the MCPServer with its lifespan, tools and resources.
+
+Thin by design: each handler checks its arguments (`validate`), runs one `Backend`
+method in a worker thread (the engine blocks) and returns its dict. Every failure
+becomes an `isError` result (tools) or a JSON-RPC error (resources) whose text says what
+went wrong and what to do; nothing a caller sends can stop the server.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from memserver.core.errors import MemserverError
+from memserver.server import schemas, validate
+from memserver.server.backend import Backend
+
+logger = logging.getLogger("memserver.server")
+
+T = TypeVar("T")
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+MAX_PARALLEL_CALLS = 4  # engine calls in worker threads at once; the rest queue
+
+
+@dataclass(frozen=True, slots=True)
+class AppContext:
+    """What the lifespan hands to every request."""
+
+    backend: Backend
+    limiter: anyio.CapacityLimiter
+
+
+def explain(err: MemserverError) -> str:
+    return f"{err.message}\nWhat to do: {err.hint}" if err.hint else err.message
+
+
+@contextmanager
+def tool_errors(tool: str) -> Iterator[None]:
+    """Our errors → a ToolError carrying message and hint; anything else → logged, reported."""
+    try:
+        yield
+    except MemserverError as err:
+        raise ToolError(explain(err)) from err
+    except Exception as exc:
+        logger.exception("%s failed unexpectedly", tool)
+        raise ToolError(
+            f"{tool} failed: {type(exc).__name__}: {str(exc)[:500]}\nWhat to do: the server is "
+            "still running; retry once, and if it fails again run `memserver status` or "
+            "`memserver doctor` in a terminal and check the server log (stderr)."
+        ) from exc
+
+
+async def run_blocking(app: AppContext, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    call = functools.partial(fn, *args, **kwargs)
+    return await anyio.to_thread.run_sync(call, limiter=app.limiter)
+
+
+class StaticTokenVerifier:
+    """Accepts exactly one bearer token (compared in constant time)."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._token):
+            return AccessToken(token=token, client_id="memserver-bearer", scopes=[])
+        return None
+
+
+def _auth_options(token: str | None) -> dict[str, Any]:
+    if not token:
+        return {}
+    # A resource server with one static token: no OAuth routes, no resource metadata.
+    auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # type: ignore[arg-type]
+    return {"auth": auth, "token_verifier": StaticTokenVerifier(token)}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memserver")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0"
+
+
+def build_server(
+    root: str | Path | None,
+    index_dir: str | Path | None = None,
+    *,
+    token: str | None = None,
+    embedder_flag: str | None = None,
+    env: Mapping[str, str] | None = None,
+    backend: Backend | None = None,
+) -> MCPServer[AppContext]:
+    """The memserver MCP server for one project root; `token` guards the HTTP transports."""
+    backend = backend or Backend(root, index_dir, embedder_flag=embedder_flag, env=env)
+    limiter = anyio.CapacityLimiter(MAX_PARALLEL_CALLS)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
+        # Entered per connection under SSE, so the backend outlives it and loads once.
+        backend.warm_up()
+        yield AppContext(backend, limiter)
+
+    server: MCPServer[AppContext] = MCPServer(
+        "memserver",
+        title="memserver: codebase memory",
+        instructions=schemas.INSTRUCTIONS,
+        version=_version(),
+        lifespan=lifespan,
+        **_auth_options(token),
+    )
+    _add_tools(server)
+    _add_resources(server, backend, limiter)
+    return server
+
+
+def _add_tools(server: MCPServer[AppContext]) -> None:
+    @server.tool(title="Recall code and notes", description=schemas.RECALL, annotations=READ_ONLY)
+    async def recall(
+        ctx: Context[AppContext, Any],
+        query: Annotated[str, Field(description=schemas.QUERY)],
+        budget_tokens: schemas.BudgetTokens = 4096,
+        paths: Annotated[list[str] | None, Field(description=schemas.PATHS)] = None,
+        languages: Annotated[list[str] | None, Field(description=schemas.LANGUAGES)] = None,
+        kinds: Annotated[list[str] | None, Field(description=schemas.KINDS)] = None,
+        include_memories: Annotated[bool, Field(description=schemas.INCLUDE_MEMORIES)] = True,
+    ) -> schemas.RecallOutput:
+        app = ctx.request_context.lifespan_context
+        with tool_errors("recall"):
+            query = validate.check_query(query)
+            budget = validate.check_budget(budget_tokens)
+            path_globs, langs, kinds_ = validate.recall_filters(paths, languages, kinds)
+            result = await run_blocking(
+                app, app.backend.recall, query, budget_tokens=budget, paths=path_globs,
+                languages=langs, kinds=kinds_, include_memories=include_memories,
+            )  # fmt: skip
+        return schemas.RecallOutput.model_validate(result)
+
+    @server.tool(title="Index status", description=schemas.STATUS, annotations=READ_ONLY)
+    async def status(ctx: Context[AppContext, Any]) -> dict[str, Any]:
+        app = ctx.request_context.lifespan_context
+        with tool_errors("status"):
+            return await run_blocking(app, app.backend.status)
+
+
+@contextmanager
+def resource_errors() -> Iterator[None]:
+    try:
+        yield
+    except MemserverError as err:
+        raise ResourceError(explain(err)) from err
+
+
+def _add_resources(
+    server: MCPServer[AppContext], backend: Backend, limiter: anyio.CapacityLimiter
+) -> None:
+    # Static resources get no Context in this SDK, so they use the backend directly.
+    app = AppContext(backend, limiter)
+
+    @server.resource(
+        "memserver://status", name="status", title="Index status",
+        description="The `status` tool's report as JSON.", mime_type="application/json",
+    )  # fmt: skip
+    async def status_resource() -> str:
+        with resource_errors():
+            return json.dumps(await run_blocking(app, backend.status), indent=1)
+
+    @server.resource(
+        "memserver://chunk/{id}", name="chunk", title="Indexed chunk",
+        description="One indexed chunk by the id recall returned: path, line range, symbol, "
+        "kind, language and its verbatim text, as JSON.", mime_type="application/json",
+    )  # fmt: skip
+    async def chunk_resource(id: str) -> str:  # the URI variable names the parameter
+        return await _read_one(app, id, validate.CHUNK_ID, "chunk", backend.chunk)
+
+    @server.resource(
+        "memserver://memory/{id}", name="memory", title="Distilled memory",
+        description="One distilled memory by id (from evidence `memory_ids`): its statement "
+        "and the chunk ids it cites, as JSON.", mime_type="application/json",
+    )  # fmt: skip
+    async def memory_resource(id: str) -> str:
+        return await _read_one(app, id, validate.MEMORY_ID, "memory", backend.memory)
+
+
+async def _read_one(
+    app: AppContext, item_id: str, pattern: Any, what: str, fetch: Callable[[str], Any]
+) -> str:
+    example = ("c_" if what == "chunk" else "m_") + "0123456789abcdef" * 2
+    with resource_errors():
+        try:
+            validate.check_id(item_id, pattern, what, example)
+        except MemserverError as err:
+            raise ResourceNotFoundError(explain(err)) from err
+        found = await run_blocking(app, fetch, item_id)
+    if found is None:
+        raise ResourceNotFoundError(
+            f"no {what} with id {item_id} in this index\nWhat to do: ids change when the "
+            "code changes; run recall again for current ids"
+        )
+    return json.dumps(found, indent=1, ensure_ascii=False)
+
+
+__all__ = ["AppContext", "build_server"]

@@ -1,0 +1,170 @@
+"""The server's one handle on the engine: loaded in the background, retried after a failure.
+
+Importing the stores and loading the models takes seconds, while a client expects
+`initialize` and `tools/list` to answer at once. So the server calls `warm_up()` when
+it starts, and every call waits on the same lock until the engine is ready. A failed
+load is not remembered: the next call tries again, so an index created (or a model
+cached) after the server started is picked up without a restart. Snapshots of the
+index reload by themselves when the stores change (see `retrieve.view`).
+
+All methods block; the server runs them in worker threads. No MCP types in here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memserver.core.errors import MemserverError
+
+logger = logging.getLogger("memserver.server")
+
+WARM_UP_QUERY = "where is the main entry point"
+
+
+class Backend:
+    def __init__(
+        self,
+        root: str | Path | None,
+        index_dir: str | Path | None = None,
+        *,
+        embedder_flag: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.root = root
+        self.index_dir = index_dir
+        self.embedder_flag = embedder_flag
+        self.env = env
+        self.lock = threading.Lock()  # held while loading; every call waits on it
+        self._engine: Any = None
+        self._recaller: Any = None
+        self._thread: threading.Thread | None = None
+        self.last_error: str | None = None
+
+    # -- loading -------------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """Start loading in a daemon thread (once); calls made meanwhile wait for it."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._warm, name="memserver-warm-up", daemon=True
+            )
+            self._thread.start()
+
+    def _warm(self) -> None:
+        try:
+            with self.lock:
+                recaller = self._load()
+                # one real query loads the query model (and reranker) before a client waits on it
+                recaller.recall(WARM_UP_QUERY, k=1)
+            logger.info("memserver: index loaded from %s", self._engine.index_dir)
+        except MemserverError as err:
+            logger.warning("memserver: not ready yet: %s", err)
+        except Exception:  # a thread must not die silently; the next call reports it
+            logger.exception("memserver: loading the index failed")
+
+    def _load(self) -> Any:
+        """The recaller, building engine and recaller on first use (caller holds the lock)."""
+        if self._recaller is not None:
+            return self._recaller
+        from memserver.engine import Engine
+
+        try:
+            engine = Engine(
+                self.root, self.index_dir, embedder_flag=self.embedder_flag, env=self.env
+            )
+            recaller = engine.recaller()
+            recaller.view.get()  # read the snapshot now, not during the first query
+        except Exception as exc:
+            self.last_error = str(exc)
+            raise
+        self._engine, self._recaller, self.last_error = engine, recaller, None
+        return recaller
+
+    def ready(self) -> tuple[Any, Any]:
+        """(engine, recaller), waiting for a load in progress or loading now."""
+        with self.lock:
+            if self._recaller is not None and self._replaced():
+                logger.info("memserver: the index was rebuilt or removed; reloading")
+                self._engine = self._recaller = None
+            recaller = self._load()
+            return self._engine, recaller
+
+    def _replaced(self) -> bool:
+        """Whether the loaded index was rebuilt (maybe with another embedder) or removed.
+
+        Edits are followed by the recall view itself; a rebuild changes what the engine
+        was built for, so it needs a fresh one. One small JSON read per call.
+        """
+        from memserver.store.meta import read_meta
+
+        try:
+            meta = read_meta(self._engine.index_dir)
+        except MemserverError:
+            return True
+        loaded = self._recaller.store.meta
+        key = ("created_at", "embedder", "dim", "schema_version")
+        return meta is None or any(getattr(meta, k) != getattr(loaded, k) for k in key)
+
+    @property
+    def state(self) -> str:
+        if self._recaller is not None:
+            return "ready"
+        if self.last_error is not None:
+            return "not ready: " + self.last_error.splitlines()[0]
+        return "loading"
+
+    # -- operations ----------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        budget_tokens: int,
+        paths: tuple[str, ...] = (),
+        languages: tuple[str, ...] = (),
+        kinds: tuple[str, ...] = (),
+        include_memories: bool = True,
+    ) -> dict[str, Any]:
+        from memserver.retrieve.arms import Filters
+
+        _, recaller = self.ready()
+        result = recaller.recall(
+            query,
+            budget_tokens=budget_tokens,
+            filters=Filters(paths, languages, kinds),
+            include_memories=include_memories,
+        )
+        return dict(result.to_dict())
+
+    def status(self) -> dict[str, Any]:
+        engine, _ = self.ready()
+        info = dict(engine.status())
+        info["server"] = {"engine": self.state}
+        return info
+
+    def chunk(self, chunk_id: str) -> dict[str, Any] | None:
+        _, recaller = self.ready()
+        found = recaller.store.lance.get_chunks([chunk_id]).get(chunk_id)
+        if found is None:
+            return None
+        c, embedded = found
+        return {
+            "id": c.id, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+            "symbol": c.symbol, "kind": c.kind, "language": c.language, "origin": c.origin,
+            "header": c.header, "tokens": c.tokens, "embedded": embedded, "text": c.text,
+        }  # fmt: skip
+
+    def memory(self, memory_id: str) -> dict[str, Any] | None:
+        _, recaller = self.ready()
+        m = recaller.store.memories.get([memory_id]).get(memory_id)
+        if m is None:
+            return None
+        return {
+            "id": m.id, "type": m.type, "key": m.key, "text": m.text, "status": m.status,
+            "source_ids": list(m.source_ids), "entities": list(m.entities),
+            "distiller": m.distiller,
+        }  # fmt: skip

@@ -1,0 +1,111 @@
+"""What an MCP client sees: tool descriptions, parameter docs and output schemas.
+
+Written for an LLM caller: when to use a tool, what its answer means, what to do next.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memserver.server.validate import MAX_BUDGET, MIN_BUDGET
+
+INSTRUCTIONS = """\
+memserver is a searchable memory of this codebase (source files and docs, cut at function,
+class and section boundaries) plus notes distilled from it. Call `recall` before grepping or
+opening files to find where something is implemented or explained; it returns the exact
+source spans (path and line range) that answer, within a token budget. Call `status` when
+recall errors or its results look stale."""
+
+RECALL = f"""\
+Find the code and notes in this project that answer a question, as a ranked evidence pack of
+exact source spans (file path, 1-based inclusive line range, symbol, raw text).
+
+Use it first when you need to know where something is implemented, how a feature works,
+which function handles a case, or what a config/doc says: ask in words ("where are failed
+HTTP requests retried?") or name identifiers and files ("RetryPolicy.delays", "config.py").
+One focused question per call works better than a list of topics.
+
+Reading the answer:
+- `found`: true when the index very likely holds the answer. false means nothing relevant
+  enough was found; any evidence is only the nearest miss, so do not build on it: rephrase
+  with different terms or identifiers, widen the filters, or read the files yourself.
+- `confidence`: 0-1, the score behind `found`.
+- `evidence`: best first. `text` is the verbatim source of lines `start_line`-`end_line` of
+  `path`; `routes` says which searches found it; `memory_ids` are distilled notes that point
+  to it.
+- `tokens`/`truncated`: the evidence text fits `budget_tokens`; truncated=true means more
+  matches were left out: raise the budget or narrow with filters.
+- `unembedded_chunks` > 0: indexing is still running, so recall is keyword-only for those.
+
+Evidence `id`s are stable content ids: read one again with the resource
+memserver://chunk/{{id}}, and pass them to tools that take evidence ids.
+
+Limits: budget_tokens {MIN_BUDGET}-{MAX_BUDGET}; text arguments up to 256 KB; path filters are
+globs relative to the project root (no absolute paths, no '..'). Read-only and safe to repeat."""
+
+STATUS = """\
+Report what the memory index holds and whether it matches the working tree: indexed files,
+chunks and memories, when it was last indexed, the embedding model, the reranker state, the
+indexed git commit vs HEAD, and files changed, added or removed since (`stale_files`,
+`new_files`, `removed_files`, `up_to_date`). Use it when recall fails or seems to miss recent
+edits; if `up_to_date` is false, recall may return outdated code for those files: ask the
+user to run `memserver index` in the project root. Read-only."""
+
+QUERY = "The question, or the identifiers/file names to look up. Must not be empty."
+BUDGET = (
+    f"Most tokens of evidence text to return ({MIN_BUDGET}-{MAX_BUDGET}). 4096 suits one "
+    "focused question; raise it for broad surveys, lower it to save context."
+)
+PATHS = (
+    "Only search files matching these gitignore-style globs, relative to the project root, "
+    "e.g. ['src/**/*.py', 'docs/']; a later '!glob' excludes part of an earlier one."
+)
+LANGUAGES = "Only these languages, e.g. ['python', 'typescript', 'markdown']."
+KINDS = "Only these chunk kinds: function, method, class, module, section, text."
+INCLUDE_MEMORIES = (
+    "Also match distilled notes about the code (they resolve to the source spans they cite). "
+    "Set false to search raw source only."
+)
+
+BudgetTokens = Annotated[
+    int,
+    Field(description=BUDGET, json_schema_extra={"minimum": MIN_BUDGET, "maximum": MAX_BUDGET}),
+]
+
+
+class EvidenceItem(BaseModel):
+    """One source span that may answer the query."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(
+        description="Stable content id of the (first) chunk; see memserver://chunk/{id}."
+    )
+    path: str = Field(description="File path relative to the project root (POSIX).")
+    start_line: int = Field(description="First line, 1-based.")
+    end_line: int = Field(description="Last line, 1-based, inclusive.")
+    symbol: str = Field(description="Qualified symbol or heading path; empty when none.")
+    kind: str = Field(description="function, method, class, module, section, text, ...")
+    language: str
+    text: str = Field(description="The verbatim source of the span.")
+    score: float = Field(description="Ranking score; compare only within one answer.")
+    tokens: int
+    routes: list[str] = Field(description="Which query routes and search arms found it.")
+    embedded: bool = Field(description="False while the chunk still waits for its vector.")
+    memory_ids: list[str] = Field(description="Distilled notes that cite this span.")
+
+
+class RecallOutput(BaseModel):
+    """The evidence pack for one query."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query: str
+    found: bool | None = Field(description="Whether the index very likely answers the query.")
+    confidence: float | None = Field(description="0-1 answerability score behind `found`.")
+    tokens: int = Field(description="Tokens of evidence text returned.")
+    truncated: bool = Field(description="True when matches were left out to fit the budget.")
+    unembedded_chunks: int = 0
+    evidence: list[EvidenceItem]
