@@ -29,6 +29,20 @@ def cache_root(cache_dir: str | None) -> Path:
     return Path(chosen) if chosen else Path(tempfile.gettempdir()) / "fastembed_cache"
 
 
+def _maybe_cached(model: str, cache_dir: str | None) -> bool:
+    """A cheap first look: does any cache folder name mention the model at all?
+
+    Every fastembed cross-encoder's Hugging Face repo contains the model's own name, so
+    when no folder does, the model is surely absent, and fastembed (which imports ONNX
+    Runtime, ~1.5 s) need not be imported to say so.
+    """
+    base = model.rsplit("/", 1)[-1].lower()
+    try:
+        return any(base in entry.lower() for entry in os.listdir(cache_root(cache_dir)))
+    except OSError:
+        return False
+
+
 def _description(model: str) -> dict[str, Any] | None:
     from fastembed.rerank.cross_encoder import TextCrossEncoder
 
@@ -82,6 +96,8 @@ def cross_encoder_available(model: str = DEFAULT_MODEL, cache_dir: str | None = 
 
     Reads files only (no ONNX session, no download). False for a model fastembed does not know.
     """
+    if not _maybe_cached(model, cache_dir):
+        return False
     desc = _description(model)
     if desc is None or not desc["sources"].get("hf"):
         return False  # unknown, or only in the legacy GCS layout, which we do not read
@@ -171,6 +187,11 @@ class FastEmbedReranker:
             ) from exc
 
 
+def _unavailable(model: str, cache_dir: str | None) -> str:
+    where = cache_root(cache_dir)
+    return f"unavailable: {model} is not in the model cache ({where}); reranking is skipped"
+
+
 def make_reranker(
     model: str,
     cache_dir: str | None,
@@ -183,6 +204,8 @@ def make_reranker(
     """The reranker to use (None to skip reranking) and a one-line status for `memserver status`."""
     if not enabled:
         return None, "off (disabled in config)"
+    if not _maybe_cached(model, cache_dir):
+        return None, _unavailable(model, cache_dir)
     if _description(model) is None:
         from fastembed.rerank.cross_encoder import TextCrossEncoder
 
@@ -192,11 +215,7 @@ def make_reranker(
             hint=f"set [rerank] model to one of: {known}; or [rerank] enabled = false",
         )
     if not cross_encoder_available(model, cache_dir):
-        where = cache_root(cache_dir)
-        return (
-            None,
-            f"unavailable: {model} is not in the model cache ({where}); reranking is skipped",
-        )
+        return None, _unavailable(model, cache_dir)
     reranker = FastEmbedReranker(
         model, cache_dir, max_chars=max_chars, batch_size=batch_size, threads=threads
     )

@@ -109,6 +109,11 @@ def test_disabled_reranker_is_off(tmp_path: Path) -> None:
 
 def test_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
     assert not cross_encoder_available("no/such-reranker", str(tmp_path))
+    # nothing in the cache names it: reported as unavailable without importing fastembed
+    assert make_reranker("no/such-reranker", str(tmp_path), True)[1].startswith(
+        "unavailable: no/such-reranker"
+    )
+    (tmp_path / "models--no--such-reranker").mkdir()  # something named like it: validated
     with pytest.raises(ModelUnavailable, match="unknown cross-encoder") as info:
         make_reranker("no/such-reranker", str(tmp_path), True)
     assert DEFAULT_MODEL in info.value.hint and "enabled = false" in info.value.hint
