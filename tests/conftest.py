@@ -112,3 +112,18 @@ def make_engine() -> Callable[..., object]:
         return Engine(root, kw.pop("index_dir", None), embedder_flag=embedder, env={}, **kw)
 
     return make
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def indexed_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample repository, indexed once per module with the hashing embedder."""
+    from memserver.engine import Engine
+
+    root = write_tree(tmp_path_factory.mktemp("indexed") / "repo", SAMPLE)
+    Engine(root, None, embedder_flag="hashing", env={}).index()
+    return root

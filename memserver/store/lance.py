@@ -179,7 +179,7 @@ class LanceStore:
         if not spans:
             return
         try:
-            table = self._take(list(spans))
+            table = _take(self.chunks, list(spans))
             rows = table.to_pylist()
             for row in rows:
                 row["start_line"], row["end_line"], row["symbol"], row["header"] = spans[row["id"]]
@@ -188,15 +188,12 @@ class LanceStore:
         except Exception as exc:
             raise store_error(f"move {len(spans)} chunks", exc) from exc
 
-    def _take(self, ids: Sequence[str], columns: list[str] | None = None) -> pa.Table:
-        return _take(self.chunks, ids, columns)
-
     def get_chunks(self, ids: Sequence[str]) -> dict[str, tuple[Chunk, bool]]:
         """id → (chunk, has a vector) for the ids that exist."""
         if not ids:
             return {}
         try:
-            rows = self._take(ids, [*_CHUNK_COLUMNS]).to_pylist()
+            rows = _take(self.chunks, ids, list(_CHUNK_COLUMNS)).to_pylist()
         except Exception as exc:
             raise store_error("read chunks", exc) from exc
         return {r["id"]: (chunk_from_row(r), bool(r["embedded"])) for r in rows}
@@ -248,21 +245,6 @@ class LanceStore:
             table.merge_insert("id").when_matched_update_all().execute(data)
         except Exception as exc:
             raise store_error(f"store {len(vectors)} vectors", exc) from exc
-
-    def vector_search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """Cosine search over current, embedded chunks: (id, similarity)."""
-        try:
-            rows = (
-                self.chunks.search(list(vector), vector_column_name="vector")
-                .distance_type("cosine")
-                .where("embedded = true AND valid_to IS NULL", prefilter=True)
-                .select(["id", "_distance"])
-                .limit(k)
-                .to_list()
-            )
-        except Exception as exc:
-            raise store_error("run a vector search", exc) from exc
-        return [(r["id"], 1.0 - float(r["_distance"])) for r in rows]
 
     # -- files manifest ---------------------------------------------------------
 

@@ -22,18 +22,6 @@ EVIDENCE_KEYS = {"id", "path", "start_line", "end_line", "symbol", "kind", "lang
                  "score", "routes", "memory_ids"}  # fmt: skip
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def indexed_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = write_tree(tmp_path_factory.mktemp("mcp") / "repo", SAMPLE)
-    Engine(root, None, embedder_flag="hashing", env={}).index()
-    return root
-
-
 def server_for(root: Path) -> Any:
     return build_server(root, None, env={})
 

@@ -22,9 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from memserver.engine import Engine
 from memserver.server.cli_command import serve_command
-from tests.conftest import SAMPLE, write_tree
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -41,18 +39,6 @@ INIT = {
     "capabilities": {},
     "clientInfo": {"name": "raw-test", "version": "0"},
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = write_tree(tmp_path_factory.mktemp("transports") / "repo", SAMPLE)
-    Engine(root, None, embedder_flag="hashing", env={}).index()
-    return root
 
 
 def server_env(**extra: str) -> dict[str, str]:
@@ -151,13 +137,15 @@ class WebServer:
 
 
 @pytest.fixture(scope="module")
-def servers(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def servers(
+    indexed_repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
     """Every server process at once, so their slow engine loads overlap."""
     logs = tmp_path_factory.mktemp("logs")
-    started: dict[str, Any] = {"stdio": RawStdio(repo, logs / "stdio.log")}
+    started: dict[str, Any] = {"stdio": RawStdio(indexed_repo, logs / "stdio.log")}
     try:
         for transport in ("http", "sse"):
-            started[transport] = WebServer(repo, transport, logs / f"{transport}.log")
+            started[transport] = WebServer(indexed_repo, transport, logs / f"{transport}.log")
         yield started
     finally:
         started["stdio"].close()
@@ -169,12 +157,12 @@ def servers(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
 # -- stdio ------------------------------------------------------------------------
 
 
-async def test_stdio_client_recalls(repo: Path, servers: dict[str, Any]) -> None:
+async def test_stdio_client_recalls(indexed_repo: Path, servers: dict[str, Any]) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=serve_args(repo)[1:],
+        args=serve_args(indexed_repo)[1:],
         env={"MEMSERVER_RERANK_ENABLED": "false"},
-        cwd=str(repo),
+        cwd=str(indexed_repo),
     )
     with anyio.fail_after(WAIT):
         async with Client(params) as client:
@@ -275,10 +263,10 @@ def test_http_refuses_foreign_origin_and_host(servers: dict[str, Any]) -> None:
     ],
 )
 def test_remote_bind_needs_allow_remote_and_a_token(
-    repo: Path, args: list[str], env: dict[str, str], expected: str
+    indexed_repo: Path, args: list[str], env: dict[str, str], expected: str
 ) -> None:
     result = CliRunner().invoke(
-        serve_command(), ["--root", str(repo), "--transport", "http", *args],
+        serve_command(), ["--root", str(indexed_repo), "--transport", "http", *args],
         env={"MEMSERVER_TOKEN": None, **env},
     )  # fmt: skip
     assert result.exit_code == 2
@@ -295,12 +283,14 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "clients"
     [("claude-desktop.json", "mcpServers"), ("cursor-mcp.json", "mcpServers"),
      ("vscode-mcp.json", "servers")],
 )  # fmt: skip
-def test_client_configs_start_a_valid_serve_command(repo: Path, name: str, key: str) -> None:
+def test_client_configs_start_a_valid_serve_command(
+    indexed_repo: Path, name: str, key: str
+) -> None:
     entry = json.loads((CONFIGS / name).read_text())[key]["memserver"]
-    args = [str(repo) if a == "/path/to/repo" else a for a in entry["args"]]
+    args = [str(indexed_repo) if a == "/path/to/repo" else a for a in entry["args"]]
     assert entry["command"] == "memserver" and args[0] == "serve"
     ctx = serve_command().make_context("serve", args[1:])
-    assert ctx.params["root"] == str(repo) and ctx.params["transport"] == "stdio"
+    assert ctx.params["root"] == str(indexed_repo) and ctx.params["transport"] == "stdio"
 
 
 def test_claude_code_script_adds_the_serve_command() -> None:
