@@ -170,6 +170,10 @@ def index(
 )
 @click.option("--no-memories", is_flag=True, help="Search the raw chunks only.")
 @click.option("--no-rerank", is_flag=True, help="Skip the cross-encoder stage.")
+@click.option(
+    "--scope", "scopes", multiple=True, metavar="KEY=VALUE",
+    help="Only notes of this user/session/agent (and project-wide ones); repeatable.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def recall(
@@ -185,6 +189,7 @@ def recall(
     kinds: tuple[str, ...],
     no_memories: bool,
     no_rerank: bool,
+    scopes: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Find the code that answers QUERY: ranked chunks with paths and line ranges.
@@ -199,7 +204,8 @@ def recall(
     recaller = _engine(root_opt, index_dir).recaller(rerank=not no_rerank)
     opts = {
         "k": k, "budget_tokens": budget_tokens, "max_files": max_files,
-        "filters": Filters(paths, languages, kinds), "include_memories": not no_memories,
+        "filters": Filters(paths, languages, kinds, _scope(scopes)),
+        "include_memories": not no_memories,
     }  # fmt: skip
     if queries is not None:
         for n, line in enumerate(queries, start=1):
@@ -222,6 +228,97 @@ def recall(
         from memserver.cli_format import print_recall
 
         print_recall(result)
+
+
+def _scope(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    from memserver.memory.service import check_scope
+
+    parsed = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise click.UsageError(f"--scope {pair!r}: write KEY=VALUE, e.g. --scope user=alice")
+        parsed.append((key.strip(), value))
+    return check_scope(parsed)
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(x.strip() for x in (value or "").split(",") if x.strip())
+
+
+# -- remember / forget -------------------------------------------------------------
+
+
+@main.command()
+@click.argument("text", required=False)
+@index_options
+@click.option("--kind", default=None, help="Memory type for every statement (else inferred).")
+@click.option("--tags", default=None, help="Comma-separated tags.")
+@click.option("--event-time", default=None, help="When it happened (ISO-8601; default now).")
+@click.option("--paths", default=None, help="Comma-separated files the note is about.")
+@click.option(
+    "--scope", "scopes", multiple=True, metavar="KEY=VALUE",
+    help="user=…, session=… or agent=…; repeatable.",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def remember(
+    text: str | None, root_opt: str | None, index_dir: str | None, kind: str | None,
+    tags: str | None, event_time: str | None, paths: str | None, scopes: tuple[str, ...],
+    as_json: bool,
+) -> None:  # fmt: skip
+    """Store a note (a decision, a fact, a fix) so recall finds it later.
+
+    Secrets and personal data are redacted first; code blocks are kept verbatim;
+    "yesterday" and the like become dates. TEXT '-' (or none) reads standard input.
+    """
+    from memserver.memory.service import Note, parse_event_time
+
+    if text is None or text == "-":
+        text = sys.stdin.read()
+    note = Note(
+        text, kind=kind, tags=_csv(tags), event_time=parse_event_time(event_time),
+        paths=_csv(paths), scope=_scope(scopes),
+    )  # fmt: skip
+    result = _engine(root_opt, index_dir).memory_service().remember(note)
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    verb = "already remembered" if result.duplicate else "remembered"
+    counts = (
+        f"{len(result.memory_ids)} memories, {len(result.code_blocks)} code blocks, "
+        f"{result.redactions} redactions"
+    )
+    click.echo(f"{verb}: {result.note_id} ({counts})")
+
+
+@main.command()
+@index_options
+@click.option("--id", "ids", multiple=True, help="Memory, note or code-block id; repeatable.")
+@click.option(
+    "--path", "paths", multiple=True,
+    help="Indexed file path or gitignore-style glob; it is also left out of later indexing.",
+)  # fmt: skip
+@click.option("--reason", default="", help="Why (kept in the audit log).")
+@click.option("--erase", is_flag=True, help="Also blank the stored text (nothing kept).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def forget(
+    root_opt: str | None, index_dir: str | None, ids: tuple[str, ...], paths: tuple[str, ...],
+    reason: str, erase: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """Make memories, notes or files unrecallable; memories citing them turn stale."""
+    if not ids and not paths:
+        raise click.UsageError("give --id ID or --path PATH")
+    result = (
+        _engine(root_opt, index_dir).memory_service().forget(ids, paths, reason=reason, erase=erase)
+    )
+    if as_json:
+        _emit_json(result.to_dict())
+        return
+    click.echo(f"forgot {len(result.forgotten)} items"
+               + (f" ({len(result.paths)} files)" if result.paths else "")
+               + f"; {len(result.stale_marked)} memories marked stale")  # fmt: skip
 
 
 # -- status ---------------------------------------------------------------------

@@ -82,6 +82,15 @@ class RerankSettings:
 
 
 @dataclass(frozen=True)
+class MemorySettings:
+    redact_emails: bool = True
+    redact_phones: bool = True
+    phone_region: str = "US"  # region for numbers written without a country code
+    max_text_bytes: int = 262_144
+    max_cited_chunks: int = 50  # chunks a note may cite through `paths` and symbols
+
+
+@dataclass(frozen=True)
 class ProjectSettings:
     name: str = ""  # "": the root folder's name
 
@@ -95,6 +104,7 @@ class Settings:
     recall: RecallSettings = field(default_factory=RecallSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
     llm: LlmSettings = field(default_factory=LlmSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
 
 
 SECTIONS = tuple(f.name for f in dataclasses.fields(Settings))

@@ -81,9 +81,14 @@ class Engine:
 
     def walk(self) -> WalkResult:
         from indexers.walk import walk
+        from memserver.memory.forgotten import forgotten_patterns
 
         inside = [str(self.index_dir)] if self.index_dir.is_relative_to(self.root) else []
-        return walk(self.root, self.settings.index.walk_options(), ignore_dirs=inside)
+        options = self.settings.index.walk_options()
+        forgotten = forgotten_patterns(self.index_dir)
+        if forgotten:
+            options = dataclasses.replace(options, exclude=(*options.exclude, *forgotten))
+        return walk(self.root, options, ignore_dirs=inside)
 
     def chunker(self) -> Any:
         from indexers.chunking import FileChunker
@@ -203,6 +208,17 @@ class Engine:
         return Recaller(
             store, self.query_embedder, self.settings.recall, tokens=self.tokens,
             reranker=reranker, expander=self.expander(),
+        )  # fmt: skip
+
+    def memory_service(self, *, embedder: Embedder | None = None, store: Any = None) -> Any:
+        """The remember/forget service over a writable store (created if missing)."""
+        from memserver.memory.service import MemoryService
+
+        return MemoryService(
+            store or self._writable_store(rebuild=False),
+            embedder if embedder is not None else self.query_embedder,
+            self.tokens, self.settings.memory,
+            lock_timeout=self.settings.index.lock_timeout_seconds,
         )  # fmt: skip
 
     def expander(self) -> Any:

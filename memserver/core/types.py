@@ -7,6 +7,7 @@ only import `memserver.core`) and every service can share them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 
@@ -94,6 +95,9 @@ class Chunk:
     header: str
     tokens: int
     content_hash: str
+    event_time: datetime | None = None  # notes and turns: when it happened
+    scope: tuple[tuple[str, str], ...] = ()  # (key, value) beyond the project: user, session, agent
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +124,7 @@ class Evidence:
     routes: tuple[str, ...] = ()
     embedded: bool = True
     memory_ids: tuple[str, ...] = ()
+    stale: bool = False  # a remembered note whose cited code changed since
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +140,7 @@ class Evidence:
             "routes": list(self.routes),
             "embedded": self.embedded,
             "memory_ids": list(self.memory_ids),
+            "stale": self.stale,
             "text": self.text,
         }
 
@@ -265,3 +271,5 @@ class Memory:
     entities: tuple[str, ...] = ()
     distiller: str = ""
     status: str = "active"  # active | stale | superseded | archived | forgotten
+    event_time: datetime | None = None
+    scope: tuple[tuple[str, str], ...] = ()

@@ -44,6 +44,12 @@ class MemoryWriter:
         for mid, (_, origin) in self.states.items():
             self.by_origin[origin].append(mid)
         self.added = 0
+        # notes that cite code chunks go stale when that code changes (any distiller)
+        self.cited_by: dict[str, list[str]] = defaultdict(list)
+        for mid, sources in store.memories.citations().items():
+            for cid in sources[1:]:
+                self.cited_by[cid].append(mid)
+        self.stale_marked = 0
 
     def chunks_added(self, chunks: Iterable[Chunk]) -> list[Memory]:
         """Distil chunks that are new or back; store what is new; return all their memories."""
@@ -67,7 +73,19 @@ class MemoryWriter:
         return [mid for cid in chunk_ids for mid in self.by_origin.get(cid, ())]
 
     def chunks_closed(self, chunk_ids: Sequence[str]) -> None:
-        if self.distiller is None or not chunk_ids:
+        """Memories of closed chunks, and notes citing them, become stale.
+
+        Distilled memories leave search with their chunk (the caller drops them from
+        the keyword index); a note stays findable, marked stale, so the agent learns
+        that what it says about the code may no longer hold.
+        """
+        if not chunk_ids:
+            return
+        citing = sorted({m for cid in chunk_ids for m in self.cited_by.get(cid, ())})
+        if citing:
+            self.store.memories.set_status(citing, STALE)
+            self.stale_marked += len(citing)
+        if self.distiller is None:
             return
         self.store.memories.set_status_by_origin(chunk_ids, STALE)
         for mid in self.ids_of(chunk_ids):

@@ -26,9 +26,24 @@ class Filters:
     paths: tuple[str, ...] = ()
     languages: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
+    scope: tuple[tuple[str, str], ...] = ()  # (user|session|agent, value)
 
     def __bool__(self) -> bool:
-        return bool(self.paths or self.languages or self.kinds)
+        return bool(self.paths or self.languages or self.kinds or self.scope)
+
+
+def _in_scope(item: tuple[tuple[str, str], ...], wanted: tuple[tuple[str, str], ...]) -> bool:
+    """Fail closed: an item scoped to another user/session/agent is never visible; an
+    item without that key (project-wide notes, code) is."""
+    have = dict(item)
+    return all(have.get(k, v) == v for k, v in wanted)
+
+
+def memory_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
+    """Memory rows the scope allows (None: all of them)."""
+    if not filters.scope:
+        return None
+    return np.array([_in_scope(s, filters.scope) for s in snap.memory_scope], dtype=bool)
 
 
 def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
@@ -54,6 +69,8 @@ def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
     if filters.kinds:
         wanted = {x.lower() for x in filters.kinds}
         mask &= np.array([c.kind in wanted for c in snap.chunks], dtype=bool)
+    if filters.scope:
+        mask &= np.array([_in_scope(c.scope, filters.scope) for c in snap.chunks], dtype=bool)
     return mask
 
 
@@ -75,10 +92,13 @@ def dense_chunks(snap: Snapshot, qv: np.ndarray, mask: np.ndarray | None, k: int
 
 
 def _resolve(snap: Snapshot, memory_rows: Sequence[int], scores: Sequence[float],
-             mask: np.ndarray | None, via: dict[str, set[str]]) -> Ranked:  # fmt: skip
+             mask: np.ndarray | None, via: dict[str, set[str]],
+             mmask: np.ndarray | None) -> Ranked:  # fmt: skip
     """Memory hits → the chunks they cite (best memory first); `via` records which memory."""
     out: dict[str, float] = {}
     for m, s in zip(memory_rows, scores, strict=True):
+        if mmask is not None and not mmask[m]:
+            continue
         for row in snap.memory_source[m]:
             if mask is None or mask[row]:
                 cid = snap.chunks[row].id
@@ -87,23 +107,26 @@ def _resolve(snap: Snapshot, memory_rows: Sequence[int], scores: Sequence[float]
     return list(out.items())
 
 
-def dense_memories(snap: Snapshot, qv: np.ndarray, mask: np.ndarray | None, k: int,
-                   via: dict[str, set[str]]) -> Ranked:  # fmt: skip
+def dense_memories(
+    snap: Snapshot, qv: np.ndarray, mask: np.ndarray | None, k: int,
+    via: dict[str, set[str]], mmask: np.ndarray | None = None,
+) -> Ranked:  # fmt: skip
     if snap.memory_vectors is None or not snap.memory_ids:
         return []
     scores = snap.memory_vectors @ qv
-    allowed = np.ones(len(snap.memory_ids), dtype=bool)
+    allowed = np.ones(len(snap.memory_ids), dtype=bool) if mmask is None else mmask
     rows = _top(scores, allowed, k * 3)
-    return _resolve(snap, rows, [float(scores[r]) for r in rows], mask, via)[:k]
+    return _resolve(snap, rows, [float(scores[r]) for r in rows], mask, via, mmask)[:k]
 
 
 def bm25_arm(bm25: Bm25Index, snap: Snapshot, route: Route, view: str,
-             mask: np.ndarray | None, k: int, via: dict[str, set[str]]) -> Ranked:  # fmt: skip
+             mask: np.ndarray | None, k: int, via: dict[str, set[str]],
+             mmask: np.ndarray | None = None) -> Ranked:  # fmt: skip
     hits = bm25.search(route.terms, k * 5 if mask is not None else k, view=view)
     if view == "memory":
         rows = [snap.memory_row[h] for h, _ in hits if h in snap.memory_row]
         scores = [s for h, s in hits if h in snap.memory_row]
-        return _resolve(snap, rows, scores, mask, via)[:k]
+        return _resolve(snap, rows, scores, mask, via, mmask)[:k]
     out = [(cid, s) for cid, s in hits if cid in snap.row]
     if mask is not None:
         out = [(cid, s) for cid, s in out if mask[snap.row[cid]]]

@@ -74,9 +74,11 @@ class Recaller:
             base_depth=s.candidates,
             rewrites=self.expander.expand(query) if self.expander is not None else (),
         )  # fmt: skip
-        mask = arms.filter_mask(snap, filters or Filters())
+        filters = filters or Filters()
+        mask = arms.filter_mask(snap, filters)
+        mmask = arms.memory_mask(snap, filters)
         via: dict[str, set[str]] = {}
-        ranked, weights, firsts = self._arms(snap, plan, mask, include_memories, via)
+        ranked, weights, firsts = self._arms(snap, plan, (mask, mmask), include_memories, via)
         fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
         evidence = self._evidence(snap, fused, via)
         head = k  # only what can reach the pack is worth merging (and re-counting)
@@ -99,9 +101,11 @@ class Recaller:
     # -- stages --------------------------------------------------------------------
 
     def _arms(
-        self, snap: Snapshot, plan: QueryPlan, mask: np.ndarray | None,
+        self, snap: Snapshot, plan: QueryPlan,
+        masks: tuple[np.ndarray | None, np.ndarray | None],
         include_memories: bool, via: dict[str, set[str]],
     ) -> tuple[dict[str, Ranked], dict[str, float], dict[str, Ranked]]:  # fmt: skip
+        mask, mmask = masks  # chunk rows, memory rows the filters allow
         ranked: dict[str, Ranked] = {}
         weights: dict[str, float] = {}
         depth = plan.depth
@@ -118,13 +122,13 @@ class Recaller:
                                                    depth, via)  # fmt: skip
             if include_memories and i < 2:  # memories: original and canonical wording only
                 ranked[f"{name}/bm25-memory"] = arms.bm25_arm(
-                    self.store.bm25, snap, route, "memory", mask, depth, via
+                    self.store.bm25, snap, route, "memory", mask, depth, via, mmask
                 )
             if i < len(qvs):
                 ranked[f"{name}/dense"] = arms.dense_chunks(snap, qvs[i], mask, depth)
                 if include_memories:
                     ranked[f"{name}/dense-memory"] = arms.dense_memories(
-                        snap, qvs[i], mask, depth, via
+                        snap, qvs[i], mask, depth, via, mmask
                     )
             for arm in list(ranked):
                 if arm.startswith(name + "/"):
@@ -146,6 +150,7 @@ class Recaller:
             if row is None:
                 continue
             c: Chunk = snap.chunks[row]
+            mids = via.get(c.id, set())
             out.append(
                 Evidence(
                     id=c.id,
@@ -160,7 +165,8 @@ class Recaller:
                     tokens=c.tokens,
                     routes=f.arms,
                     embedded=bool(snap.embedded[row]),
-                    memory_ids=tuple(sorted(via.get(c.id, ()))),
+                    memory_ids=tuple(sorted(mids)),
+                    stale=row in snap.stale_rows,
                 )
             )
         return out

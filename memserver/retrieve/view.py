@@ -17,7 +17,7 @@ import numpy as np
 
 from memserver.core.types import Chunk
 from memserver.store.index import IndexStore
-from memserver.store.lance import chunk_from_row
+from memserver.store.lance import chunk_from_row, scope_pairs
 from memserver.store.statecache import fingerprint
 
 
@@ -34,6 +34,8 @@ class Snapshot:
     memory_source: list[list[int]] = field(default_factory=list)  # memory → chunk rows
     memory_vectors: np.ndarray | None = None
     memory_row: dict[str, int] = field(default_factory=dict)
+    memory_scope: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
+    stale_rows: set[int] = field(default_factory=set)  # note chunks with a stale memory
 
 
 def _index_names(chunks: list[Chunk]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
@@ -71,9 +73,11 @@ def load_snapshot(store: IndexStore, with_memories: bool) -> Snapshot:
         for src, cid in enumerate(ids):
             perm[order[cid]] = src
         vectors = vectors[perm]
-    next_in_file = {
-        i: i + 1 for i in range(len(chunks) - 1) if chunks[i].path == chunks[i + 1].path
-    }
+    next_in_file = {  # code and docs only: a note and its code blocks are separate texts
+        i: i + 1 for i in range(len(chunks) - 1)
+        if chunks[i].path == chunks[i + 1].path and chunks[i].origin == chunks[i + 1].origin
+        == "file"
+    }  # fmt: skip
     by_symbol, by_path = _index_names(chunks)
     snap = Snapshot(
         chunks=chunks, embedded=np.array([bool(r["embedded"]) for r in rows], dtype=bool),
@@ -88,6 +92,10 @@ def load_snapshot(store: IndexStore, with_memories: bool) -> Snapshot:
         snap.memory_ids = mids
         snap.memory_row = {m: i for i, m in enumerate(mids)}
         snap.memory_source = [[order[s] for s in src if s in order] for src in sources]
+        snap.memory_scope = [scope_pairs(s) for s in mt.column("scope").to_pylist()]
+        for status, src in zip(mt.column("status").to_pylist(), sources, strict=True):
+            if status == "stale" and src and src[0] in order:
+                snap.stale_rows.add(order[src[0]])
         mv = _vectors(mt, len(mids), dim)
         if mv is not None:
             mv[~np.array(embedded, dtype=bool)] = 0.0

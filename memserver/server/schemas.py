@@ -95,6 +95,11 @@ class EvidenceItem(BaseModel):
     routes: list[str] = Field(description="Which query routes and search arms found it.")
     embedded: bool = Field(description="False while the chunk still waits for its vector.")
     memory_ids: list[str] = Field(description="Distilled notes that cite this span.")
+    stale: bool = Field(
+        default=False,
+        description="True for a remembered note whose cited code changed after it was "
+        "written: check what it says against the current code.",
+    )
 
 
 class RecallOutput(BaseModel):

@@ -149,7 +149,7 @@ class Bm25Index:
         if view is None:
             return int(searcher.num_docs)
         only = self._tantivy.Query.term_query(self._index.schema, "view", view)
-        return int(searcher.search(only, limit=1, count=True).count)
+        return int(searcher.search(only, limit=1, count=True).count)  # type: ignore[attr-defined]
 
     def search(self, terms: Sequence[str], k: int, view: str = "chunk") -> list[tuple[str, float]]:
         """BM25 over name and body for any of the terms in one view: (id, score), best first."""

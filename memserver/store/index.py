@@ -98,13 +98,36 @@ class IndexStore:
     def needs_reconcile(self) -> bool:
         if self.dirty:
             return True
-        current = self.lance.count_current()
+        files = self.lance.count_current(origin="file")
         referenced = sum(len(r.chunk_ids) for r in self.lance.manifest().values())
-        memories = self.memories.count_active()
         return not (
-            current == referenced == self.bm25.count("chunk")
-            and memories == self.bm25.count("memory")
+            files == referenced
+            and self.lance.count_current() == self.bm25.count("chunk")
+            and self.memories.count_searchable() == self.bm25.count("memory")
         )
+
+    def _memory_plan(self) -> tuple[list[str], list[str], set[str]]:
+        """(to mark stale, to make active again, ids the keyword index should hold).
+
+        A memory distilled from code follows its chunk: active iff the chunk is current,
+        searchable only then. A note's memory stays searchable while its note is current
+        and is stale iff a code chunk it cites is no longer current.
+        """
+        chunk_states = self.lance.chunk_states()
+        current = {c for c, cur in chunk_states.items() if cur}
+        cites = self.memories.citations()
+        stale, back, searchable = [], [], set()
+        for m, (status, origin) in self.memories.states().items():
+            if status not in ("active", "stale"):
+                continue
+            ok = origin in current and all(c in current for c in cites.get(m, ())[1:])
+            if status == "active" and not ok:
+                stale.append(m)
+            elif status == "stale" and ok:
+                back.append(m)
+            if ok or (m in cites and origin in current):
+                searchable.add(m)
+        return stale, back, searchable
 
     def reconcile(self) -> int:
         """Make LanceDB, tantivy and the manifest agree; return how many ids were fixed.
@@ -113,7 +136,7 @@ class IndexStore:
         references are closed; a manifest entry whose rows are missing is dropped so
         its file is indexed again; tantivy is made to hold exactly the current rows.
         """
-        states = self.lance.chunk_states()
+        states = self.lance.chunk_states(origin="file")
         manifest = self.lance.manifest()
         referenced = {cid for rec in manifest.values() for cid in rec.chunk_ids}
         current = {cid for cid, is_current in states.items() if is_current}
@@ -134,6 +157,9 @@ class IndexStore:
             self.lance.write_manifest([], redo)
             fixed += len(redo)
             referenced -= {cid for p in redo for cid in manifest[p].chunk_ids}
+        # notes, turns and code blocks: LanceDB is their commit point
+        others = {c for c, cur in self.lance.chunk_states().items() if cur} - set(states)
+        referenced |= others
         in_bm25 = self.bm25.all_ids("chunk")
         extra = in_bm25 - referenced
         missing = sorted(referenced - in_bm25)
@@ -142,18 +168,14 @@ class IndexStore:
             self.bm25.add(c for c, _ in self.lance.get_chunks(missing).values())
             self.bm25.commit()
             fixed += len(extra) + len(missing)
-        return fixed + self._reconcile_memories(referenced)
+        return fixed + self._reconcile_memories()
 
-    def _reconcile_memories(self, current: set[str]) -> int:
-        """Memories follow their chunk: active iff it is current; tantivy holds the active."""
-        states = self.memories.states()
-        stale = [m for m, (s, o) in states.items() if s == "active" and o and o not in current]
-        back = [m for m, (s, o) in states.items() if s == "stale" and o in current]
+    def _reconcile_memories(self) -> int:
+        stale, back, searchable = self._memory_plan()
         self.memories.set_status(stale, "stale")
         self.memories.set_status(back, "active")
-        active = {m for m, (s, o) in states.items() if s == "active"} - set(stale) | set(back)
         in_bm25 = self.bm25.all_ids("memory")
-        extra, missing = in_bm25 - active, sorted(active - in_bm25)
+        extra, missing = in_bm25 - searchable, sorted(searchable - in_bm25)
         if extra or missing:
             self.bm25.delete(extra)
             self.bm25.add_memories(self.memories.get(missing).values())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,15 @@ import pyarrow as pa
 
 from memserver.core.errors import StoreError
 from memserver.core.types import Chunk, FileRecord
-from memserver.store.schema import chunk_schema, files_schema, memory_schema
+from memserver.store.schema import chunk_schema, events_schema, files_schema, memory_schema
 
 CHUNKS = "chunks"
 FILES = "files"
 MEMORIES = "memories"
+EVENTS = "events"
+SCOPE_KEYS = ("user", "session", "agent")
 _IN_BATCH = 500
-_CHUNK_COLUMNS = [f.name for f in chunk_schema(0) if f.name not in ("scope", "tags")]
+_CHUNK_COLUMNS = [f.name for f in chunk_schema(0)]
 
 
 def sql_quote(value: str) -> str:
@@ -71,6 +73,19 @@ def _take(table: Any, ids: Sequence[str], columns: list[str] | None = None) -> p
     return pa.concat_tables(parts) if parts else table.schema.empty_table()
 
 
+def scope_row(project: str, scope: Sequence[tuple[str, str]]) -> dict[str, str | None]:
+    """The `scope` struct: the project plus the optional user / session / agent keys."""
+    row: dict[str, str | None] = {"project": project, "user": None, "session": None,
+                                  "agent": None}  # fmt: skip
+    row.update(dict(scope))
+    return row
+
+
+def scope_pairs(row: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    row = row or {}
+    return tuple((k, row[k]) for k in SCOPE_KEYS if row.get(k))
+
+
 def chunk_from_row(row: dict[str, Any]) -> Chunk:
     return Chunk(
         id=row["id"],
@@ -86,6 +101,9 @@ def chunk_from_row(row: dict[str, Any]) -> Chunk:
         header=row["header"],
         tokens=int(row["tokens"]),
         content_hash=row["content_hash"],
+        event_time=row.get("event_time"),
+        scope=scope_pairs(row.get("scope")),
+        tags=tuple(row.get("tags") or ()),
     )
 
 
@@ -95,10 +113,13 @@ class LanceStore:
 
         self.dim = dim
         try:
-            self._db = lancedb.connect(str(path))
+            # every read sees the latest committed version, also when another handle or
+            # process wrote it (the server's long-lived reader vs. `memserver index`)
+            self._db = lancedb.connect(str(path), read_consistency_interval=timedelta(0))
             self.chunks = self._open(CHUNKS, chunk_schema(dim))
             self.files = self._open(FILES, files_schema())
             self.memories = self._open(MEMORIES, memory_schema(dim))
+            self.events = self._open(EVENTS, events_schema())
         except StoreError:
             raise
         except Exception as exc:
@@ -117,17 +138,32 @@ class LanceStore:
 
     # -- chunks -----------------------------------------------------------------
 
-    def chunk_states(self) -> dict[str, bool]:
-        """Every stored chunk id → whether it is current (valid_to is null)."""
+    def chunk_states(self, origin: str | None = None) -> dict[str, bool]:
+        """Every stored chunk id (of one origin, if given) → whether it is current."""
         try:
-            table = self.chunks.search().select(["id", "valid_to"]).limit(None).to_arrow()
+            query = self.chunks.search()
+            if origin is not None:
+                query = query.where(f"origin = {sql_quote(origin)}")
+            table = query.select(["id", "valid_to"]).limit(None).to_arrow()
         except Exception as exc:
             raise store_error("read chunk ids", exc) from exc
         ids = table.column("id").to_pylist()
         current = table.column("valid_to").is_null().to_pylist()
         return dict(zip(ids, current, strict=True))
 
-    def insert_chunks(self, chunks: Sequence[Chunk]) -> None:
+    def chunk_states_of(self, ids: Sequence[str]) -> dict[str, bool]:
+        """id → whether it is current, for the given ids that exist."""
+        if not ids:
+            return {}
+        try:
+            table = _take(self.chunks, ids, ["id", "valid_to"])
+        except Exception as exc:
+            raise store_error("read chunk states", exc) from exc
+        current = table.column("valid_to").is_null().to_pylist()
+        return dict(zip(table.column("id").to_pylist(), current, strict=True))
+
+    def insert_chunks(self, chunks: Sequence[Chunk], *, replace: bool = False) -> None:
+        """Add chunks; ids already stored are left alone unless `replace` (then rewritten)."""
         if not chunks:
             return
         now = _now()
@@ -149,19 +185,22 @@ class LanceStore:
                 "content_hash": c.content_hash,
                 "embedded": False,
                 "observed_at": now,
-                "event_time": None,
+                "event_time": c.event_time,
                 "valid_from": now,
                 "valid_to": None,
                 "superseded_by": None,
-                "scope": {"project": c.project, "user": None, "session": None, "agent": None},
-                "tags": [],
+                "scope": scope_row(c.project, c.scope),
+                "tags": list(c.tags),
             }
             if self.dim:
                 row["vector"] = [0.0] * self.dim
             rows.append(row)
         data = pa.Table.from_pylist(rows, schema=self.chunks.schema)
         try:
-            (self.chunks.merge_insert("id").when_not_matched_insert_all().execute(data))
+            merge = self.chunks.merge_insert("id").when_not_matched_insert_all()
+            if replace:
+                merge = merge.when_matched_update_all()
+            merge.execute(data)
         except Exception as exc:
             raise store_error(f"insert {len(rows)} chunks", exc) from exc
 
@@ -228,8 +267,35 @@ class LanceStore:
     def count_unembedded(self) -> int:
         return int(self.chunks.count_rows("embedded = false AND valid_to IS NULL"))
 
-    def count_current(self) -> int:
-        return int(self.chunks.count_rows("valid_to IS NULL"))
+    def count_current(self, origin: str | None = None) -> int:
+        where = "valid_to IS NULL"
+        if origin is not None:
+            where += f" AND origin = {sql_quote(origin)}"
+        return int(self.chunks.count_rows(where))
+
+    def find_chunks(self, where: str) -> list[Chunk]:
+        """Chunks matching a filter built by the caller with `sql_quote`."""
+        try:
+            rows = (
+                self.chunks.search().where(where).select(list(_CHUNK_COLUMNS))
+                .limit(None).to_list()
+            )  # fmt: skip
+        except Exception as exc:
+            raise store_error("find chunks", exc) from exc
+        return [chunk_from_row(r) for r in rows]
+
+    def erase_chunks(self, ids: Sequence[str]) -> None:
+        """Blank the text and vector of chunks (forget with erasure): nothing of it is kept."""
+        values: dict[str, Any] = {
+            "text": "", "header": "", "symbol": "", "content_hash": "", "embedded": False,
+        }  # fmt: skip
+        if self.dim:
+            values["vector"] = [0.0] * self.dim
+        try:
+            for batch in _batches(list(ids)):
+                self.chunks.update(where=_in("id", batch), values=values)
+        except Exception as exc:
+            raise store_error(f"erase {len(ids)} chunks", exc) from exc
 
     def set_vectors(self, vectors: dict[str, list[float]], table: Any = None) -> None:
         """Store vectors for rows of `table` (chunks by default) and mark them embedded."""

@@ -12,11 +12,25 @@ from typing import Any
 import pyarrow as pa
 
 from memserver.core.types import Memory
-from memserver.store.lance import _batches, _in, _now, _take, store_error
+from memserver.store.lance import (
+    _batches,
+    _in,
+    _now,
+    _take,
+    scope_pairs,
+    scope_row,
+    sql_quote,
+    store_error,
+)  # fmt: skip
 
 ACTIVE = "active"
 STALE = "stale"
-_COLUMNS = ["id", "type", "key", "text", "entities", "source_ids", "distiller", "status"]
+FORGOTTEN = "forgotten"
+_STALE_NOTE = f"status = '{STALE}' AND array_length(source_ids) > 1"
+_COLUMNS = [
+    "id", "type", "key", "text", "entities", "source_ids", "distiller", "status",
+    "event_time", "scope",
+]  # fmt: skip
 
 
 def memory_from_row(row: dict[str, Any]) -> Memory:
@@ -24,6 +38,7 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         id=row["id"], type=row["type"], key=row["key"], text=row["text"],
         source_ids=tuple(row["source_ids"] or ()), entities=tuple(row["entities"] or ()),
         distiller=row["distiller"] or "", status=row["status"],
+        event_time=row.get("event_time"), scope=scope_pairs(row.get("scope")),
     )  # fmt: skip
 
 
@@ -48,8 +63,55 @@ class MemoryRows:
             )
         }
 
-    def insert(self, memories: Sequence[tuple[Memory, str]]) -> None:
-        """Add (memory, origin chunk id) pairs; ids already stored are left alone."""
+    def citations(self) -> dict[str, tuple[str, ...]]:
+        """Memories that cite chunks besides their origin (notes about code) → all sources."""
+        try:
+            t = self.table.search().select(["id", "source_ids"]).limit(None).to_arrow()
+        except Exception as exc:
+            raise store_error("read memory sources", exc) from exc
+        return {
+            i: tuple(s)
+            for i, s in zip(t.column("id").to_pylist(), t.column("source_ids").to_pylist(),
+                            strict=True)
+            if s and len(s) > 1
+        }  # fmt: skip
+
+    def of_origin(self, chunk_ids: Sequence[str]) -> list[Memory]:
+        if not chunk_ids:
+            return []
+        try:
+            rows = []
+            for batch in _batches(list(chunk_ids)):
+                rows += (self.table.search().where(_in("origin_chunk", batch))
+                         .select(_COLUMNS).limit(None).to_list())  # fmt: skip
+        except Exception as exc:
+            raise store_error("read memories", exc) from exc
+        return [memory_from_row(r) for r in rows]
+
+    def citing(self, chunk_ids: Sequence[str]) -> list[str]:
+        """Ids of memories whose sources include any of `chunk_ids`."""
+        wanted = set(chunk_ids)
+        return [m for m, sources in self.citations().items() if wanted & set(sources)]
+
+    def erase(self, ids: Sequence[str]) -> None:
+        """Blank a memory's text, key, entities and vector (forget with erasure)."""
+        if not ids:
+            return
+        try:
+            rows = _take(self.table, ids).to_pylist()
+            for row in rows:
+                row.update(text="", key="", entities=[], embedded=False)
+                if self.dim:
+                    row["vector"] = [0.0] * self.dim
+            data = pa.Table.from_pylist(rows, schema=self.table.schema)
+            self.table.merge_insert("id").when_matched_update_all().execute(data)
+        except Exception as exc:
+            raise store_error("erase memories", exc) from exc
+
+    def insert(
+        self, memories: Sequence[tuple[Memory, str]], project: str = "", *, replace: bool = False
+    ) -> None:
+        """Add (memory, origin chunk id) pairs; stored ids are left alone unless `replace`."""
         if not memories:
             return
         now = _now()
@@ -60,15 +122,18 @@ class MemoryRows:
                 "entities": list(m.entities), "source_ids": list(m.source_ids),
                 "origin_chunk": origin, "status": m.status, "superseded_by": None,
                 "derived_from": [], "distiller": m.distiller, "embedded": False,
-                "event_time": None, "valid_from": now, "valid_to": None,
-                "scope": {"project": None, "user": None, "session": None, "agent": None},
+                "event_time": m.event_time, "valid_from": now, "valid_to": None,
+                "scope": scope_row(project, m.scope),
             }  # fmt: skip
             if self.dim:
                 row["vector"] = [0.0] * self.dim
             rows.append(row)
         data = pa.Table.from_pylist(rows, schema=self.table.schema)
         try:
-            self.table.merge_insert("id").when_not_matched_insert_all().execute(data)
+            merge = self.table.merge_insert("id").when_not_matched_insert_all()
+            if replace:
+                merge = merge.when_matched_update_all()
+            merge.execute(data)
         except Exception as exc:
             raise store_error(f"insert {len(rows)} memories", exc) from exc
 
@@ -102,6 +167,13 @@ class MemoryRows:
     def count_active(self) -> int:
         return int(self.table.count_rows(f"status = '{ACTIVE}'"))
 
+    def count_searchable(self) -> int:
+        """Active memories plus stale notes about code (which recall shows, marked stale)."""
+        return self.count_active() + int(self.table.count_rows(_STALE_NOTE))
+
+    def count(self, status: str) -> int:
+        return int(self.table.count_rows(f"status = {sql_quote(status)}"))
+
     def get(self, ids: Sequence[str]) -> dict[str, Memory]:
         try:
             rows = _take(self.table, ids, _COLUMNS).to_pylist()
@@ -110,13 +182,16 @@ class MemoryRows:
         return {r["id"]: memory_from_row(r) for r in rows}
 
     def active_table(self, with_vectors: bool) -> pa.Table:
-        """Active memories as Arrow (id, origin, sources, text…[, vector]) for the recall view."""
-        columns = ["id", "type", "key", "text", "source_ids", "origin_chunk", "embedded"]
+        """Memories recall may show, as Arrow (id, sources, status, scope…[, vector]): the
+        active ones and stale notes about code (shown marked stale)."""
+        columns = ["id", "type", "key", "text", "source_ids", "origin_chunk", "embedded",
+                   "status", "scope"]  # fmt: skip
         if with_vectors and self.dim:
             columns.append("vector")
         try:
             return (
-                self.table.search().where(f"status = '{ACTIVE}'").select(columns)
+                self.table.search().where(f"status = '{ACTIVE}' OR ({_STALE_NOTE})")
+                .select(columns)
                 .limit(None).to_arrow()
             )  # fmt: skip
         except Exception as exc:

@@ -27,8 +27,12 @@ class IndexMeta:
     git_branch: str = ""
     chunker: str = ""  # chunker version + settings digest; a change re-chunks every file
 
-    def with_run(self, **changes: str) -> IndexMeta:
-        return replace(self, **changes)
+    def with_run(self, *, indexed_at: str, git_commit: str, git_branch: str, chunker: str
+                 ) -> IndexMeta:  # fmt: skip
+        return replace(
+            self, indexed_at=indexed_at, git_commit=git_commit, git_branch=git_branch,
+            chunker=chunker,
+        )  # fmt: skip
 
 
 def read_meta(index_dir: Path) -> IndexMeta | None:

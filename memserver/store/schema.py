@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from memserver.store.meta import SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "chunk_schema", "files_schema", "memory_schema"]
+__all__ = ["SCHEMA_VERSION", "chunk_schema", "events_schema", "files_schema", "memory_schema"]
 
 _SCOPE = pa.struct(
     [
@@ -87,5 +87,20 @@ def files_schema() -> pa.Schema:
             pa.field("indexed_at", _TS),
             pa.field("git_commit", pa.string()),
             pa.field("git_branch", pa.string()),
+        ]
+    )
+
+
+def events_schema() -> pa.Schema:
+    """`events`: the append-only audit log of what changed memories and notes, and why."""
+    return pa.schema(
+        [
+            pa.field("time", _TS),
+            pa.field("op", pa.string()),  # add, forget, stale, supersede, consolidate, reindex
+            pa.field("targets", pa.list_(pa.string())),
+            pa.field("before", pa.string()),
+            pa.field("after", pa.string()),
+            pa.field("actor", pa.string()),
+            pa.field("reason", pa.string()),
         ]
     )

@@ -1,0 +1,386 @@
+"""The memory write path: `remember` a note, `forget` what should not be recalled.
+
+Remember (DESIGN.md): scrub → split code out (stored raw) → resolve relative time →
+atomic statements with entities → the note becomes a chunk (origin `note`), each
+code block a chunk (origin `code_block`), each statement a memory citing the note
+and the code the note is about → embedded, keyword-indexed, logged. Ids come from
+content and scope, so remembering the same text twice is a no-op that says so.
+
+Forget: by memory id, note / code-block / turn chunk id, or file path pattern.
+Forgotten rows leave the vector view and the keyword index; memories citing them
+turn stale; one event is logged (without the text when erasing).
+
+Both run under the index's writer lock with the crash marker set, so an indexing
+run and a remember never interleave, and a crash midway is repaired on next open
+(for notes, LanceDB is the commit point; see `IndexStore.reconcile`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memserver.config import MemorySettings
+from memserver.core.errors import ConfigError
+from memserver.core.ids import chunk_id, content_hash, memory_id, normalise
+from memserver.core.protocols import Embedder, TokenCounter
+from memserver.core.types import MEMORY_TYPES, Chunk, Memory
+from memserver.ingest.pipeline import embed_text
+from memserver.memory.atomic import atomise, entities
+from memserver.memory.codeblocks import split_code
+from memserver.memory.forgotten import add_forgotten
+from memserver.memory.scrub import Scrubber
+from memserver.memory.timeexpr import resolve_relative
+from memserver.store.events import EventLog
+from memserver.store.index import IndexStore
+from memserver.store.lance import SCOPE_KEYS, sql_quote
+from memserver.store.memories import ACTIVE, FORGOTTEN, STALE
+
+__all__ = [
+    "ForgetResult", "MemoryService", "Note", "RememberResult", "check_scope", "parse_event_time",
+]  # fmt: skip
+
+DISTILLER = "atomic-v1"
+NOTE_KINDS = frozenset(MEMORY_TYPES) | {"note"}
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+    kind: str | None = None  # a memory type that every statement takes, or None to infer
+    tags: tuple[str, ...] = ()
+    event_time: datetime | None = None
+    paths: tuple[str, ...] = ()  # files the note is about: it cites their current chunks
+    scope: tuple[tuple[str, str], ...] = ()  # user / session / agent
+
+
+@dataclass
+class RememberResult:
+    note_id: str
+    memory_ids: list[str]
+    duplicate: bool
+    redactions: int
+    redacted: dict[str, int] = field(default_factory=dict)
+    code_blocks: list[str] = field(default_factory=list)
+    times: list[dict[str, str]] = field(default_factory=list)
+    cites: list[str] = field(default_factory=list)
+    unknown_paths: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "note_id": self.note_id, "memory_ids": self.memory_ids,
+            "duplicate": self.duplicate, "redactions": self.redactions,
+            "redacted": self.redacted, "code_blocks": self.code_blocks,
+            "times": self.times, "cites": self.cites, "unknown_paths": self.unknown_paths,
+        }  # fmt: skip
+
+
+@dataclass
+class ForgetResult:
+    forgotten: list[str] = field(default_factory=list)
+    stale_marked: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    erased: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "forgotten": self.forgotten, "stale_marked": self.stale_marked,
+            "paths": self.paths, "erased": self.erased,
+        }  # fmt: skip
+
+
+def parse_event_time(value: str | None) -> datetime | None:
+    """An ISO-8601 time (a date alone means midnight UTC; no zone means UTC)."""
+    if value is None or not value.strip():
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ConfigError(
+            f"event time {value!r} is not an ISO-8601 date or time",
+            hint="e.g. 2025-03-14 or 2025-03-14T09:30:00+01:00",
+        ) from exc
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def check_scope(
+    scope: Mapping[str, str] | Sequence[tuple[str, str]],
+) -> tuple[tuple[str, str], ...]:
+    pairs = list(scope.items()) if isinstance(scope, Mapping) else list(scope)
+    out = []
+    for key, value in pairs:
+        if key not in SCOPE_KEYS:
+            raise ConfigError(
+                f"unknown scope key {key!r}",
+                hint=f"scope keys are {', '.join(SCOPE_KEYS)} (the project is implied)",
+            )
+        if not str(value).strip():
+            raise ConfigError(f"scope {key} is empty", hint=f"give a value, e.g. {key}=alice")
+        out.append((key, str(value).strip()))
+    return tuple(sorted(out))
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: IndexStore,
+        embedder: Embedder | None,
+        tokens: TokenCounter,
+        settings: MemorySettings,
+        *,
+        lock_timeout: float = 10.0,
+        actor: str = "memserver",
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.tokens = tokens
+        self.settings = settings
+        self.lock_timeout = lock_timeout
+        self.actor = actor
+        self.scrubber = Scrubber(
+            emails=settings.redact_emails, phones=settings.redact_phones,
+            region=settings.phone_region,
+        )  # fmt: skip
+        self.events = EventLog(store.lance.events)
+
+    # -- remember ------------------------------------------------------------------
+
+    def remember(self, note: Note) -> RememberResult:
+        self._check(note)
+        project = self.store.meta.project
+        when = (note.event_time or datetime.now(UTC)).astimezone(UTC)
+        clean, redactions = self.scrubber.scrub(note.text)
+        prose, blocks = split_code(clean)
+        scope_key = ",".join(f"{k}={v}" for k, v in note.scope)
+        note_id = chunk_id(project, f"note:{scope_key}", clean)
+        path = f"notes/{when.date().isoformat()}-{note_id[2:10]}.md"
+        result = RememberResult(
+            note_id=note_id, memory_ids=[], duplicate=False, redactions=len(redactions),
+            redacted=dict(Counter(r.kind for r in redactions)),
+        )  # fmt: skip
+        with self.store.lock(self.lock_timeout):
+            existing = self.store.lance.get_chunks([note_id]).get(note_id)
+            if existing is not None and self._is_current(note_id):
+                return self._duplicate(result, existing[0])
+            dated, resolved = resolve_relative(prose, when)
+            result.times = [{"phrase": r.phrase, "date": r.date} for r in resolved]
+            note_chunk = self._chunk(note_id, "note", path, "markdown", "note",
+                                     normalise(prose), when, note)  # fmt: skip
+            code = [
+                self._chunk(chunk_id(project, path, b.text, i), "code_block", path,
+                            b.language or "text", "code_block", b.text, when, note,
+                            symbol=f"code block {i + 1}")
+                for i, b in enumerate(blocks)
+            ]  # fmt: skip
+            result.code_blocks = [c.id for c in code]
+            cites, result.unknown_paths = self._cited(note.paths, entities(prose))
+            result.cites = cites
+            sources = (note_id, *result.code_blocks, *cites)
+            memories = [
+                Memory(
+                    memory_id(sources, d.type, d.text), d.type, d.key, d.text, sources,
+                    d.entities, DISTILLER, ACTIVE, when, note.scope,
+                )
+                for d in atomise(dated, note.kind if note.kind != "note" else None)
+            ]  # fmt: skip
+            memories = list({m.id: m for m in memories}.values())
+            result.memory_ids = [m.id for m in memories]
+            self._write([note_chunk, *code], memories)
+            self.events.append(
+                "add", [note_id, *result.code_blocks, *result.memory_ids], after=clean,
+                actor=self.actor, reason="remember",
+            )  # fmt: skip
+        return result
+
+    def _check(self, note: Note) -> None:
+        if not note.text.strip():
+            raise ConfigError("the note is empty", hint="pass the text to remember")
+        size = len(note.text.encode("utf-8"))
+        if size > self.settings.max_text_bytes:
+            raise ConfigError(
+                f"the note is {size:,} bytes, over the {self.settings.max_text_bytes:,} limit",
+                hint="split it into several notes, or raise [memory] max_text_bytes",
+            )
+        if note.kind is not None and note.kind not in NOTE_KINDS:
+            raise ConfigError(
+                f"unknown kind {note.kind!r}", hint=f"use one of {', '.join(sorted(NOTE_KINDS))}"
+            )
+
+    def _is_current(self, cid: str) -> bool:
+        return bool(self.store.lance.chunk_states_of([cid]).get(cid))
+
+    def _duplicate(self, result: RememberResult, note: Chunk) -> RememberResult:
+        mems = self.store.memories.of_origin([note.id])
+        result.duplicate = True
+        result.memory_ids = sorted(m.id for m in mems if m.status in (ACTIVE, STALE))
+        blocks = self.store.lance.find_chunks(
+            f"origin = 'code_block' AND path = {sql_quote(note.path)} AND valid_to IS NULL"
+        )
+        result.code_blocks = [b.id for b in blocks]
+        return result
+
+    def _chunk(
+        self, cid: str, origin: str, path: str, language: str, kind: str, text: str,
+        when: datetime, note: Note, symbol: str = "",
+    ) -> Chunk:  # fmt: skip
+        return Chunk(
+            id=cid, project=self.store.meta.project, origin=origin, path=path,
+            language=language, kind=kind, symbol=symbol, start_line=1,
+            end_line=text.count("\n") + 1, text=text, header="",
+            tokens=self.tokens.count(text), content_hash=content_hash(text),
+            event_time=when, scope=note.scope, tags=note.tags,
+        )  # fmt: skip
+
+    def _cited(self, paths: Sequence[str], named: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Current code chunks of the note's files and of the symbols it names."""
+        limit = self.settings.max_cited_chunks
+        manifest = self.store.lance.manifest()
+        cites: list[str] = []
+        unknown = []
+        for p in paths:
+            rec = manifest.get(p.strip("/"))
+            if rec is None:
+                unknown.append(p)
+                continue
+            cites.extend(rec.chunk_ids)
+        symbols = [e for e in named if e.replace(".", "").replace("_", "").isalnum()]
+        if symbols:
+            names = ", ".join(sql_quote(s.removesuffix("()")) for s in symbols[:20])
+            where = f"origin = 'file' AND valid_to IS NULL AND symbol IN ({names})"
+            cites.extend(c.id for c in self.store.lance.find_chunks(where))
+        return list(dict.fromkeys(cites))[:limit], unknown
+
+    def _write(self, chunks: list[Chunk], memories: list[Memory]) -> None:
+        store = self.store
+        store.mark_dirty()
+        store.lance.insert_chunks(chunks, replace=True)
+        store.memories.insert([(m, m.source_ids[0]) for m in memories], store.meta.project,
+                              replace=True)  # fmt: skip
+        if self.embedder is not None and store.meta.dim:
+            vectors = self.embedder.embed_documents(
+                [embed_text(c) for c in chunks] + [m.text for m in memories]
+            )
+            store.lance.set_vectors({c.id: v for c, v in zip(chunks, vectors, strict=False)})
+            store.lance.set_vectors(
+                {m.id: v for m, v in zip(memories, vectors[len(chunks) :], strict=True)},
+                store.memories.table,
+            )
+        store.bm25.add(chunks)
+        store.bm25.add_memories(memories)
+        store.bm25.commit()
+        store.mark_clean()
+
+    # -- forget --------------------------------------------------------------------
+
+    def forget(
+        self, ids: Sequence[str] = (), paths: Sequence[str] = (), *, reason: str = "",
+        erase: bool = False,
+    ) -> ForgetResult:  # fmt: skip
+        if not ids and not paths:
+            raise ConfigError("nothing to forget", hint="pass memory or chunk ids, or a path")
+        result = ForgetResult(erased=erase)
+        with self.store.lock(self.lock_timeout):
+            chunk_ids, memory_ids = self._resolve(ids)
+            if paths:
+                file_chunks, matched = self._files(paths)
+                chunk_ids += file_chunks
+                result.paths = matched
+            self.store.mark_dirty()
+            memory_ids += [
+                m.id for m in self.store.memories.of_origin(chunk_ids) if m.status != FORGOTTEN
+            ]
+            memory_ids = list(dict.fromkeys(memory_ids))
+            chunk_ids = list(dict.fromkeys(chunk_ids))
+            before = self._texts(chunk_ids, memory_ids) if not erase else ""
+            stale = sorted(set(self.store.memories.citing(chunk_ids)) - set(memory_ids))
+            stale = [m for m, mem in self.store.memories.get(stale).items()
+                     if mem.status == ACTIVE]  # fmt: skip
+            self.store.bm25.delete([*chunk_ids, *memory_ids])
+            self.store.bm25.commit()
+            self.store.lance.set_valid_to(chunk_ids, closed=True)
+            self.store.memories.set_status(memory_ids, FORGOTTEN)
+            self.store.memories.set_status(stale, STALE)
+            if erase:
+                self.store.lance.erase_chunks(chunk_ids)
+                self.store.memories.erase(memory_ids)
+                self.events.erase([*chunk_ids, *memory_ids])
+            if result.paths:
+                self.store.lance.write_manifest([], result.paths)
+            result.forgotten = [*chunk_ids, *memory_ids]
+            result.stale_marked = stale
+            if result.forgotten:
+                self.events.append(
+                    "forget", result.forgotten, before=before, actor=self.actor,
+                    reason=(reason or "forget") + (" (erased)" if erase else ""),
+                )  # fmt: skip
+            if stale:
+                self.events.append("stale", stale, actor=self.actor,
+                                   reason="cites forgotten chunks")  # fmt: skip
+            self.store.mark_clean()
+        return result
+
+    def _resolve(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        chunk_ids: list[str] = []
+        memory_ids: list[str] = []
+        wanted_chunks = [i for i in ids if i.startswith("c_")]
+        wanted_memories = [i for i in ids if i.startswith("m_")]
+        bad = [i for i in ids if not i.startswith(("c_", "m_"))]
+        if bad:
+            raise ConfigError(
+                f"not a chunk or memory id: {', '.join(bad[:5])}",
+                hint="ids look like c_… (chunks, notes) or m_… (memories), as recall returns",
+            )
+        found = self.store.lance.get_chunks(wanted_chunks)
+        memories = self.store.memories.get(wanted_memories)
+        missing = [i for i in wanted_chunks if i not in found]
+        missing += [i for i in wanted_memories if i not in memories]
+        if missing:
+            raise ConfigError(
+                f"unknown id: {', '.join(missing[:5])}",
+                hint="ids change when code changes; recall again for current ids",
+            )
+        for cid, (chunk, _) in found.items():
+            if chunk.origin == "file":
+                raise ConfigError(
+                    f"{cid} is code from {chunk.path}: indexed files are forgotten by path",
+                    hint=f"forget path {chunk.path!r} (it is then left out of indexing), or "
+                    "exclude it in .memserverignore",
+                )
+            chunk_ids.append(cid)
+            if chunk.origin == "note":  # its code blocks go with it
+                blocks = self.store.lance.find_chunks(
+                    f"origin = 'code_block' AND path = {sql_quote(chunk.path)}"
+                )
+                chunk_ids.extend(b.id for b in blocks)
+        memory_ids.extend(m for m, mem in memories.items() if mem.status != FORGOTTEN)
+        return chunk_ids, memory_ids
+
+    def _files(self, patterns: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Current chunk ids and manifest paths matching gitignore-style patterns; the
+        patterns are recorded so the next indexing run leaves those files out."""
+        import pathspec
+
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+        except Exception as exc:
+            raise ConfigError(
+                f"invalid path {list(patterns)}: {exc}",
+                hint="give a path relative to the project root, or a gitignore-style glob",
+            ) from exc
+        manifest = self.store.lance.manifest()
+        matched = sorted(p for p in manifest if spec.match_file(p))
+        add_forgotten(self.store.dir, patterns)
+        states = self.store.lance.chunk_states_of(
+            [cid for p in matched for cid in manifest[p].chunk_ids]
+        )
+        return [cid for cid, cur in states.items() if cur], matched
+
+    def _texts(self, chunk_ids: Sequence[str], memory_ids: Sequence[str]) -> str:
+        chunks = self.store.lance.get_chunks(chunk_ids)
+        mems = self.store.memories.get(memory_ids)
+        parts = [f"[{cid}] {c.text}" for cid, (c, _) in chunks.items()]
+        parts += [f"[{mid}] {m.text}" for mid, m in mems.items()]
+        return "\n".join(parts)[:100_000]
