@@ -72,6 +72,17 @@ class RecallSettings:
 
 
 @dataclass(frozen=True)
+class AttributionSettings:
+    # logistic weights over retrieve.attribute.FEATURES; fitted by
+    # `memserver eval attribution` on the DEV code bench
+    weights: tuple[float, ...] = (
+        3.0815, 0.2222, -0.8686, 0.5499, 0.6742, 7.3205, 4.0631, -0.655, 3.7246,
+    )  # fmt: skip
+    bias: float = -2.9968
+    threshold: float = 0.61
+
+
+@dataclass(frozen=True)
 class RerankSettings:
     enabled: bool = True
     model: str = "Xenova/ms-marco-MiniLM-L-6-v2"
@@ -105,6 +116,7 @@ class Settings:
     rerank: RerankSettings = field(default_factory=RerankSettings)
     llm: LlmSettings = field(default_factory=LlmSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    attribution: AttributionSettings = field(default_factory=AttributionSettings)
 
 
 SECTIONS = tuple(f.name for f in dataclasses.fields(Settings))

@@ -221,6 +221,16 @@ class Engine:
             lock_timeout=self.settings.index.lock_timeout_seconds,
         )  # fmt: skip
 
+    def attributor(self, store: Any = None, embedder: Embedder | None = None) -> Any:
+        """Scores answers against loaded evidence (the query model unless `embedder`)."""
+        from memserver.retrieve.attribute import Attributor
+
+        a = self.settings.attribution
+        return Attributor(
+            store or self.open_store(), embedder or self.query_embedder, a.weights, a.bias,
+            a.threshold,
+        )  # fmt: skip
+
     def expander(self) -> Any:
         """An LLM query expander when the LLM is enabled and has a key, else None."""
         import os

@@ -25,7 +25,13 @@ def _xy(outcomes: Sequence[Outcome]) -> tuple[np.ndarray, np.ndarray]:
 def fit(
     outcomes: Sequence[Outcome], l2: float = 1e-2, steps: int = 50
 ) -> tuple[list[float], float]:
-    x, y = _xy(outcomes)
+    return fit_xy(*_xy(outcomes), l2=l2, steps=steps)
+
+
+def fit_xy(
+    x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 50
+) -> tuple[list[float], float]:
+    """Logistic regression by Newton steps with a light L2 penalty: (weights, bias)."""
     xb = np.hstack([x, np.ones((len(x), 1))])
     w = np.zeros(xb.shape[1])
     for _ in range(steps):

@@ -13,7 +13,7 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ class Outcome:
     signals: dict[str, float]
 
 
-def is_hit(ev: dict[str, Any], q: dict[str, Any]) -> bool:
+def is_hit(ev: Mapping[str, Any], q: Mapping[str, Any]) -> bool:
     if ev["path"] != q["gold_path"]:
         return False
     gs, ge = q["gold_start_line"], q["gold_end_line"]

@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memserver.core.errors import MemserverError
+from memserver.core.errors import ConfigError, MemserverError
 from memserver.server import schemas, validate
 from memserver.server.backend import Backend
 
@@ -36,6 +36,12 @@ logger = logging.getLogger("memserver.server")
 T = TypeVar("T")
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITES = ToolAnnotations(  # adds a note; the same note twice is a no-op
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 MAX_PARALLEL_CALLS = 4  # engine calls in worker threads at once; the rest queue
 
@@ -144,7 +150,10 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         languages: Annotated[list[str] | None, Field(description=schemas.LANGUAGES)] = None,
         kinds: Annotated[list[str] | None, Field(description=schemas.KINDS)] = None,
         include_memories: Annotated[bool, Field(description=schemas.INCLUDE_MEMORIES)] = True,
+        scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
     ) -> schemas.RecallOutput:
+        from memserver.memory.service import check_scope
+
         app = ctx.request_context.lifespan_context
         with tool_errors("recall"):
             query = validate.check_query(query)
@@ -153,8 +162,74 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
             result = await run_blocking(
                 app, app.backend.recall, query, budget_tokens=budget, paths=path_globs,
                 languages=langs, kinds=kinds_, include_memories=include_memories,
+                scope=check_scope(scope or {}),
             )  # fmt: skip
         return schemas.RecallOutput.model_validate(result)
+
+    @server.tool(title="Remember a note", description=schemas.REMEMBER, annotations=WRITES)
+    async def remember(
+        ctx: Context[AppContext, Any],
+        text: Annotated[str, Field(description=schemas.TEXT)],
+        kind: Annotated[str | None, Field(description=schemas.KIND)] = None,
+        tags: Annotated[list[str] | None, Field(description=schemas.TAGS)] = None,
+        event_time: Annotated[str | None, Field(description=schemas.EVENT_TIME)] = None,
+        paths: Annotated[list[str] | None, Field(description=schemas.NOTE_PATHS)] = None,
+        scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
+    ) -> schemas.RememberOutput:
+        from memserver.memory.service import Note, check_scope, parse_event_time
+
+        app = ctx.request_context.lifespan_context
+        with tool_errors("remember"):
+            note = Note(
+                validate.check_text("text", text), kind=kind or None,
+                tags=validate.check_list("tags", tags),
+                event_time=parse_event_time(event_time),
+                paths=tuple(validate.check_path_filter(p) for p in validate.check_list(
+                    "paths", paths)),
+                scope=check_scope(scope or {}),
+            )  # fmt: skip
+            result = await run_blocking(app, app.backend.remember, note)
+        return schemas.RememberOutput.model_validate(result)
+
+    @server.tool(title="Forget notes or files", description=schemas.FORGET,
+                 annotations=DESTRUCTIVE)  # fmt: skip
+    async def forget(
+        ctx: Context[AppContext, Any],
+        reason: Annotated[str, Field(description=schemas.REASON)],
+        ids: Annotated[list[str] | None, Field(description=schemas.IDS)] = None,
+        paths: Annotated[list[str] | None, Field(description=schemas.FORGET_PATHS)] = None,
+        erase: Annotated[bool, Field(description=schemas.ERASE)] = False,
+    ) -> schemas.ForgetOutput:
+        app = ctx.request_context.lifespan_context
+        with tool_errors("forget"):
+            ids_ = validate.check_ids(ids)
+            paths_ = tuple(validate.check_path_filter(p) for p in validate.check_list(
+                "paths", paths))  # fmt: skip
+            if not ids_ and not paths_:
+                raise ConfigError(
+                    "nothing to forget", hint="pass ids (from recall/remember) or paths"
+                )
+            validate.check_size("reason", reason)
+            result = await run_blocking(app, app.backend.forget, ids_, paths_, reason, erase)
+        return schemas.ForgetOutput.model_validate(result)
+
+    @server.tool(title="Attribute an answer", description=schemas.ATTRIBUTE,
+                 annotations=READ_ONLY)  # fmt: skip
+    async def attribute(
+        ctx: Context[AppContext, Any],
+        answer: Annotated[str, Field(description=schemas.ANSWER)],
+        evidence_ids: Annotated[list[str], Field(description=schemas.EVIDENCE_IDS)],
+    ) -> schemas.AttributeOutput:
+        app = ctx.request_context.lifespan_context
+        with tool_errors("attribute"):
+            text = validate.check_text("answer", answer)
+            ids_ = validate.check_ids(evidence_ids)
+            if not ids_:
+                raise ConfigError(
+                    "no evidence ids given", hint="pass the ids of the recall evidence you used"
+                )
+            result = await run_blocking(app, app.backend.attribute, text, ids_)
+        return schemas.AttributeOutput.model_validate(result)
 
     @server.tool(title="Index status", description=schemas.STATUS, annotations=READ_ONLY)
     async def status(ctx: Context[AppContext, Any]) -> dict[str, Any]:

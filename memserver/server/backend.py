@@ -41,6 +41,8 @@ class Backend:
         self.lock = threading.Lock()  # held while loading; every call waits on it
         self._engine: Any = None
         self._recaller: Any = None
+        self._attributor: Any = None
+        self._attr_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
 
@@ -89,7 +91,7 @@ class Backend:
         with self.lock:
             if self._recaller is not None and self._replaced():
                 logger.info("memserver: the index was rebuilt or removed; reloading")
-                self._engine = self._recaller = None
+                self._engine = self._recaller = self._attributor = None
             recaller = self._load()
             return self._engine, recaller
 
@@ -128,17 +130,43 @@ class Backend:
         languages: tuple[str, ...] = (),
         kinds: tuple[str, ...] = (),
         include_memories: bool = True,
+        scope: tuple[tuple[str, str], ...] = (),
     ) -> dict[str, Any]:
         from memserver.retrieve.arms import Filters
 
-        _, recaller = self.ready()
+        engine, recaller = self.ready()
         result = recaller.recall(
             query,
             budget_tokens=budget_tokens,
-            filters=Filters(paths, languages, kinds),
+            filters=Filters(paths, languages, kinds, scope),
             include_memories=include_memories,
         )
+        self._attribution(engine, recaller).note_evidence(result.evidence)  # what was loaded
         return dict(result.to_dict())
+
+    def _attribution(self, engine: Any, recaller: Any) -> Any:
+        """The attributor, sharing the recaller's store and query model (built once)."""
+        with self._attr_lock:
+            if self._attributor is None or self._attributor.store is not recaller.store:
+                self._attributor = engine.attributor(store=recaller.store,
+                                                     embedder=recaller.embedder)  # fmt: skip
+            return self._attributor
+
+    def remember(self, note: Any) -> dict[str, Any]:
+        engine, recaller = self.ready()
+        service = engine.memory_service(embedder=recaller.embedder)
+        return dict(service.remember(note).to_dict())
+
+    def forget(
+        self, ids: tuple[str, ...], paths: tuple[str, ...], reason: str, erase: bool
+    ) -> dict[str, Any]:
+        engine, recaller = self.ready()
+        service = engine.memory_service(embedder=recaller.embedder)
+        return dict(service.forget(ids, paths, reason=reason, erase=erase).to_dict())
+
+    def attribute(self, answer: str, evidence_ids: tuple[str, ...]) -> dict[str, Any]:
+        attributor = self._attribution(*self.ready())
+        return dict(attributor.attribute(answer, evidence_ids).to_dict())
 
     def status(self) -> dict[str, Any]:
         engine, _ = self.ready()

@@ -13,10 +13,12 @@ from memserver.server.validate import MAX_BUDGET, MIN_BUDGET
 
 INSTRUCTIONS = """\
 memserver is a searchable memory of this codebase (source files and docs, cut at function,
-class and section boundaries) plus notes distilled from it. Call `recall` before grepping or
-opening files to find where something is implemented or explained; it returns the exact
-source spans (path and line range) that answer, within a token budget. Call `status` when
-recall errors or its results look stale."""
+class and section boundaries) plus notes distilled from it and notes agents remembered. Call
+`recall` before grepping or opening files to find where something is implemented or
+explained; it returns the exact source spans (path and line range) that answer, within a
+token budget. Call `remember` to keep a decision, fact or fix for later sessions, `attribute`
+to check which loaded evidence supports an answer, `forget` to remove a wrong or sensitive
+note, and `status` when recall errors or its results look stale."""
 
 RECALL = f"""\
 Find the code and notes in this project that answer a question, as a ranked evidence pack of
@@ -114,3 +116,97 @@ class RecallOutput(BaseModel):
     truncated: bool = Field(description="True when matches were left out to fit the budget.")
     unembedded_chunks: int = 0
     evidence: list[EvidenceItem]
+
+
+REMEMBER = """\
+Store a note for later sessions: a decision and its reason, a fact about the code, a fix and
+its root cause, a convention, a procedure. It is found by `recall` afterwards (as a note
+chunk, with `stale: true` once the code it cites changes).
+
+What happens to the text: secrets (API keys, tokens, passwords, private keys) and e-mail
+addresses / phone numbers are redacted before anything is stored; fenced code blocks are
+stored verbatim as their own chunks; relative dates ("yesterday", "last Friday") are
+resolved against `event_time` (default now); the prose is split into self-contained
+statements that become searchable memories. Name files in `paths` (and symbols in
+backticks) so the note cites that code and can go stale when it changes.
+
+Remembering the same text twice (in the same scope) changes nothing and returns
+`duplicate: true`. Returns the note id, its memory ids, code block ids, how many
+redactions were made, and the dates resolved. Text up to 256 KB."""
+
+FORGET = """\
+Remove notes, memories or files from recall: give memory ids (m_…), note or code-block
+chunk ids (c_…, as remember/recall returned them), or indexed file paths / globs (those files
+are also left out of later indexing). Forgotten items leave every search; memories that
+cited them are marked stale; the change is logged with `reason`. With `erase: true` the
+stored text is blanked too (nothing of it is kept, not even in the log). Code chunks of
+indexed files cannot be forgotten one by one: forget their path. Destructive: ask the user
+before erasing."""
+
+ATTRIBUTE = """\
+Check which of the evidence you loaded supports each sentence of an answer you wrote, before
+you present it: the answer is split into claims (sentences; code spans kept whole) and each
+claim is scored against each evidence item you pass (meaning, plus shared identifiers,
+numbers and paths). Returns `cited` (the evidence ids that support some claim, usually far
+fewer than you loaded), per-claim `supported_by` ({id, score}), and `unsupported` claims:
+re-check those, or say they are not backed by the code. Ids the index does not hold (or that
+were erased) come back in `rejected` and are never cited. The answer is not changed.
+Read-only."""
+
+TEXT = "The note: plain prose, optionally with fenced code blocks. Up to 256 KB."
+KIND = (
+    "Type every statement as this memory type (fact, decision, requirement, procedure, "
+    "convention, definition, dependency, bugfix); omit to infer it per statement."
+)
+TAGS = "Free-form labels stored with the note."
+EVENT_TIME = (
+    "When it happened, ISO-8601 (e.g. '2025-03-14' or '2025-03-14T09:30:00Z'); default now."
+)
+NOTE_PATHS = "Files (relative to the project root) the note is about; it cites their code."
+SCOPE = (
+    "Scope keys beyond the project: user, session, agent, e.g. {'user': 'alice'}. A recall "
+    "with a scope never sees notes of another user/session/agent."
+)
+IDS = "Memory ids (m_…) and note / code-block ids (c_…), exactly as returned."
+FORGET_PATHS = "Indexed file paths or gitignore-style globs, relative to the project root."
+REASON = "Why, for the audit log (e.g. 'wrong', 'contains a password')."
+ERASE = "Also blank the stored text, leaving nothing of it. Irreversible."
+ANSWER = "Your answer text, as you would present it. Up to 256 KB."
+EVIDENCE_IDS = "Ids of the evidence items you loaded (from recall), at most 100."
+
+
+class RememberOutput(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    note_id: str = Field(description="Id of the stored note (a chunk id); pass it to forget.")
+    memory_ids: list[str] = Field(description="The searchable statements made from it.")
+    duplicate: bool = Field(description="True when this exact note was already stored.")
+    redactions: int = Field(description="Secrets and personal data replaced before storing.")
+    code_blocks: list[str] = Field(description="Chunk ids of the code blocks, stored verbatim.")
+
+
+class ForgetOutput(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    forgotten: list[str] = Field(description="Ids no recall returns any more.")
+    stale_marked: list[str] = Field(description="Memories that cited them, now marked stale.")
+
+
+class Support(BaseModel):
+    id: str
+    score: float = Field(description="Support probability, 0-1.")
+
+
+class Claim(BaseModel):
+    text: str
+    supported_by: list[Support]
+    score: float = Field(description="Best support probability over the loaded sources.")
+
+
+class AttributeOutput(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    cited: list[str] = Field(description="Evidence ids that support at least one claim.")
+    claims: list[Claim]
+    unsupported: list[str] = Field(description="Claims no loaded evidence supports.")
+    rejected: list[str] = Field(description="Ids that are not in the index; never cited.")

@@ -84,6 +84,29 @@ def recall_filters(
     return checked, langs, kinds_
 
 
+def check_text(name: str, value: str) -> str:
+    check_size(name, value)
+    if not value.strip():
+        raise ConfigError(f"the {name} is empty", hint=f"pass the {name} as text")
+    return value
+
+
+def check_ids(values: Sequence[str] | None, *, limit: int = 100) -> tuple[str, ...]:
+    """Chunk or memory ids exactly as recall / remember returned them."""
+    items = tuple(v.strip() for v in check_list("ids", values) if v.strip())
+    if len(items) > limit:
+        raise ConfigError(f"{len(items)} ids; at most {limit} per call",
+                          hint="split the call, or pass only the ids you used")  # fmt: skip
+    bad = [v for v in items if not (CHUNK_ID.match(v) or MEMORY_ID.match(v))]
+    if bad:
+        raise ConfigError(
+            f"not a chunk or memory id: {', '.join(repr(b[:40]) for b in bad[:3])}",
+            hint="use ids exactly as recall returned them: c_ + 32 hex (chunks, notes) or "
+            "m_ + 32 hex (memories)",
+        )
+    return items
+
+
 def check_id(value: str, pattern: re.Pattern[str], what: str, example: str) -> str:
     if not pattern.match(value):
         raise ConfigError(

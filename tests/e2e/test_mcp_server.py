@@ -40,17 +40,22 @@ def error_text(result: Any) -> str:
 async def test_tools_list_shows_schemas_and_annotations(indexed_repo: Path, mode: str) -> None:
     async with Client(server_for(indexed_repo), mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"recall", "status"}
-    for tool in tools.values():
+    assert set(tools) == {"recall", "remember", "attribute", "forget", "status"}
+    writes = {"remember": False, "forget": True}  # tool → destructive
+    for name, tool in tools.items():
         ann = tool.annotations
-        assert ann is not None and ann.read_only_hint and ann.idempotent_hint
-        assert ann.destructive_hint is False and ann.open_world_hint is False
+        assert ann is not None and ann.idempotent_hint and ann.open_world_hint is False
+        assert ann.read_only_hint is (name not in writes)
+        assert ann.destructive_hint is writes.get(name, False)
         assert tool.output_schema is not None and tool.description
     rec = tools["recall"]
     props = rec.input_schema["properties"]
     assert rec.input_schema["required"] == ["query"]
     assert set(props) == {"query", "budget_tokens", "paths", "languages", "kinds",
-                          "include_memories"}  # fmt: skip
+                          "include_memories", "scope"}  # fmt: skip
+    assert tools["remember"].input_schema["required"] == ["text"]
+    assert set(tools["attribute"].input_schema["required"]) == {"answer", "evidence_ids"}
+    assert {"forgotten", "stale_marked"} <= set(tools["forget"].output_schema["properties"])
     assert (props["budget_tokens"]["minimum"], props["budget_tokens"]["maximum"]) == (256, 32768)
     assert all(p.get("description") for p in props.values())
     assert {"found", "confidence", "evidence", "tokens", "truncated"} <= set(
@@ -202,5 +207,5 @@ async def test_event_loop_answers_while_the_engine_is_busy(indexed_repo: Path) -
             backend.lock.release()  # never leave the worker thread waiting
         with anyio.fail_after(WAIT):
             await done.wait()
-    assert len(tools.tools) == 2 and len(templates.resource_templates) == 2
+    assert len(tools.tools) == 5 and len(templates.resource_templates) == 2
     assert not results[0].is_error

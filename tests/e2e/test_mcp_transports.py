@@ -34,6 +34,7 @@ SERVE = (
 TOKEN = "test-token-0123456789"
 WAIT = 60  # seconds: process start plus the first engine load, on a busy 2-core runner
 QUERY = {"query": "send a request again with backoff"}
+TOOLS = {"recall", "remember", "attribute", "forget", "status"}
 INIT = {
     "protocolVersion": "2025-06-18",
     "capabilities": {},
@@ -168,7 +169,7 @@ async def test_stdio_client_recalls(indexed_repo: Path, servers: dict[str, Any])
         async with Client(params) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             result = await client.call_tool("recall", QUERY)
-    assert names == {"recall", "status"}
+    assert names == TOOLS
     assert not result.is_error
     assert result.structured_content["evidence"][0]["path"] == "src/http_client.py"
 
@@ -188,7 +189,7 @@ def test_stdio_stdout_carries_nothing_but_json_rpc(servers: dict[str, Any]) -> N
     bad = raw.reply(4, deadline)
     raw.close()
     assert init["result"]["serverInfo"]["name"] == "memserver"
-    assert {t["name"] for t in tools["result"]["tools"]} == {"recall", "status"}
+    assert {t["name"] for t in tools["result"]["tools"]} == TOOLS
     assert not good["result"].get("isError") and good["result"]["structuredContent"]["evidence"]
     assert bad["result"]["isError"] and "budget_tokens" in bad["result"]["content"][0]["text"]
     assert raw.proc.returncode == 0 and raw.stdout
