@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mcp_latency import SERVE, free_port, percentiles, server_env, wait_listening  # noqa: E402
+from mcp_latency import SERVE, free_port, percentiles, server_env, wait_listening
 
 MEMSERVER = str(Path(sys.executable).parent / "memserver")
 FALLBACK_QUERIES = [

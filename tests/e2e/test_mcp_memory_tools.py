@@ -48,8 +48,9 @@ async def test_remember_recall_attribute_forget_round_trip(model_repo: Path) -> 
         "Ask ops@example.com before changing it."
     )
     async with Client(build_server(repo, None, env={})) as client:
-        stored = (await call(client, "remember", text=note, paths=["src/http_client.py"],
-                             tags=["retries"], event_time="2025-01-02")).structured_content  # fmt: skip
+        first = await call(client, "remember", text=note, paths=["src/http_client.py"],
+                           tags=["retries"], event_time="2025-01-02")  # fmt: skip
+        stored = first.structured_content
         again = (await call(client, "remember", text=note)).structured_content
         found = (await call(client, "recall", query="how long does send_with_retry wait")
                  ).structured_content  # fmt: skip
@@ -101,8 +102,9 @@ async def test_memory_tools_explain_bad_input(repo: Path) -> None:
             "unknown id": await call(client, "forget", ids=["m_" + "0" * 32], reason="x"),
             "code chunk": None,
             "no evidence": await call(client, "attribute", answer="It retries.", evidence_ids=[]),
-            "empty answer": await call(client, "attribute", answer=" ",
-                                       evidence_ids=["c_" + "0" * 32]),  # fmt: skip
+            "empty answer": await call(
+                client, "attribute", answer=" ", evidence_ids=["c_" + "0" * 32]
+            ),
         }
         found = (await call(client, "recall", query="send_with_retry")).structured_content
         code_id = next(e["id"] for e in found["evidence"] if e["path"].endswith(".py"))
