@@ -420,6 +420,50 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
         print_eval(report)
 
 
+@eval_.command(name="locomo")
+@click.option(
+    "--dataset", type=click.Path(exists=True, dir_okay=False), required=True,
+    help="Conversations in LoCoMo's JSON format (a list of samples).",
+)  # fmt: skip
+@click.option(
+    "--work", type=click.Path(file_okay=False), default=None,
+    help="Where the per-conversation indexes go (default: a temporary folder).",
+)  # fmt: skip
+@click.option("--embedder", default=None, help="Embedding model for the indexes.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def eval_locomo(dataset: str, work: str | None, embedder: str | None, as_json: bool) -> None:
+    """Evidence recall (R@k, All@k per category) and abstention on long conversations."""
+    import tempfile
+    from pathlib import Path
+
+    from memserver.engine import Engine
+    from memserver.eval.locomo import run
+
+    def make(root: Path, index_dir: Path) -> Engine:
+        return Engine(root, index_dir, embedder_flag=embedder)
+
+    with tempfile.TemporaryDirectory(prefix="memserver-locomo-") as tmp:
+        report = run(Path(dataset), Path(work or tmp), make_engine=make,
+                     log=lambda msg: click.echo(msg, err=True))  # fmt: skip
+    if as_json:
+        _emit_json(report)
+        return
+    pooled, cat5 = report["pooled"], report["cat5"]
+    click.echo(
+        f"pooled 1-4: R@5 {pooled['recall@5']:.3f} R@10 {pooled['recall@10']:.3f} "
+        f"R@20 {pooled['recall@20']:.3f} All@10 {pooled['all@10']:.3f} "
+        f"({pooled['questions']} questions)"
+    )
+    for cat, block in report["per_category"].items():
+        click.echo(f"  category {cat}: R@10 {block['recall@10']:.3f} ({block['questions']})")
+    click.echo(
+        f"category 5: abstain {cat5['abstain']:.3f}, false abstain on 1-4 "
+        f"{cat5['false_abstain']:.3f}, AUROC {cat5['auroc']:.3f}; ingest "
+        f"{report['ingest_seconds']} s, recall p95 {report['recall_p95_ms']:.0f} ms"
+    )
+
+
 @eval_.command(name="attribution")
 @bench_options
 @click.option("--embedder", default=None, help="Embedding model for fresh indexes.")

@@ -37,7 +37,12 @@ class _Plan:
 
 
 def embed_text(chunk: Chunk) -> str:
-    """What the dense model sees: where the chunk is and what it is, then the code."""
+    """What the dense model sees: where the chunk is and what it is, then the code.
+
+    A note or a conversation turn has no meaningful path: its words are what a
+    question matches."""
+    if chunk.origin != "file":
+        return chunk.text
     return "\n".join(p for p in (chunk.path, chunk.header, chunk.symbol, chunk.text) if p)
 
 

@@ -17,6 +17,7 @@ run and a remember never interleave, and a crash midway is repaired on next open
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ class Note:
     event_time: datetime | None = None
     paths: tuple[str, ...] = ()  # files the note is about: it cites their current chunks
     scope: tuple[tuple[str, str], ...] = ()  # user / session / agent
+    turn_id: str = ""  # set for a conversation turn: stored as a `turn` chunk with this id
+    speaker: str = ""
 
 
 @dataclass
@@ -123,6 +126,10 @@ def check_scope(
     return tuple(sorted(out))
 
 
+# a name that can be a code symbol: dotted, snake_case or camelCase (not "Caroline")
+_CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+(?:\(\))?|[A-Za-z]*_\w+|[a-z]+[A-Z]\w*")
+
+
 class MemoryService:
     def __init__(
         self,
@@ -149,51 +156,95 @@ class MemoryService:
     # -- remember ------------------------------------------------------------------
 
     def remember(self, note: Note) -> RememberResult:
-        self._check(note)
+        return self.remember_many([note])[0]
+
+    def remember_many(self, notes: Sequence[Note]) -> list[RememberResult]:
+        """Remember each note exactly as `remember` would, storing them in one commit.
+
+        Every note goes through the same steps on its own; only the writes are shared
+        (one lock, one LanceDB merge per table, one keyword-index commit), which is what
+        makes ingesting a long conversation turn by turn affordable.
+        """
+        for note in notes:
+            self._check(note)
+        results: list[RememberResult] = []
+        chunks: list[Chunk] = []
+        memories: list[Memory] = []
+        events: list[tuple[list[str], str]] = []
+        with self.store.lock(self.lock_timeout):
+            prepared = [self._scrubbed(n) for n in notes]
+            ids = [r.note_id for r, *_ in prepared]
+            current = {i for i, cur in self.store.lance.chunk_states_of(ids).items() if cur}
+            seen: dict[str, RememberResult] = {}
+            for (result, note, clean, prose, blocks, when, path), nid in zip(
+                prepared, ids, strict=True
+            ):
+                if nid in current or nid in seen:
+                    results.append(self._duplicate(result, nid, seen.get(nid)))
+                    continue
+                made, mems = self._build(result, note, prose, blocks, when, path)
+                chunks += made
+                memories += mems
+                events.append(([nid, *result.code_blocks, *result.memory_ids], clean))
+                seen[nid] = result
+                results.append(result)
+            if chunks:
+                self._write(chunks, list({m.id: m for m in memories}.values()))
+                self.events.append_many(
+                    [("add", targets, "", clean) for targets, clean in events],
+                    actor=self.actor, reason="remember",
+                )  # fmt: skip
+        return results
+
+    def _scrubbed(self, note: Note) -> tuple[Any, ...]:
         project = self.store.meta.project
         when = (note.event_time or datetime.now(UTC)).astimezone(UTC)
         clean, redactions = self.scrubber.scrub(note.text)
         prose, blocks = split_code(clean)
         scope_key = ",".join(f"{k}={v}" for k, v in note.scope)
-        note_id = chunk_id(project, f"note:{scope_key}", clean)
-        path = f"notes/{when.date().isoformat()}-{note_id[2:10]}.md"
+        origin = "turn" if note.turn_id else "note"
+        # a turn is its words at its place in the conversation ("Yes!" twice is two turns)
+        note_id = chunk_id(project, f"{origin}:{scope_key}:{note.turn_id}", clean)
+        session = dict(note.scope).get("session", "default")
+        path = (
+            f"conversations/{session}/{note.turn_id}" if note.turn_id
+            else f"notes/{when.date().isoformat()}-{note_id[2:10]}.md"
+        )  # fmt: skip
         result = RememberResult(
             note_id=note_id, memory_ids=[], duplicate=False, redactions=len(redactions),
             redacted=dict(Counter(r.kind for r in redactions)),
         )  # fmt: skip
-        with self.store.lock(self.lock_timeout):
-            existing = self.store.lance.get_chunks([note_id]).get(note_id)
-            if existing is not None and self._is_current(note_id):
-                return self._duplicate(result, existing[0])
-            dated, resolved = resolve_relative(prose, when)
-            result.times = [{"phrase": r.phrase, "date": r.date} for r in resolved]
-            note_chunk = self._chunk(note_id, "note", path, "markdown", "note",
-                                     normalise(prose), when, note)  # fmt: skip
-            code = [
-                self._chunk(chunk_id(project, path, b.text, i), "code_block", path,
-                            b.language or "text", "code_block", b.text, when, note,
-                            symbol=f"code block {i + 1}")
-                for i, b in enumerate(blocks)
-            ]  # fmt: skip
-            result.code_blocks = [c.id for c in code]
-            cites, result.unknown_paths = self._cited(note.paths, entities(prose))
-            result.cites = cites
-            sources = (note_id, *result.code_blocks, *cites)
-            memories = [
-                Memory(
-                    memory_id(sources, d.type, d.text), d.type, d.key, d.text, sources,
-                    d.entities, DISTILLER, ACTIVE, when, note.scope,
-                )
-                for d in atomise(dated, note.kind if note.kind != "note" else None)
-            ]  # fmt: skip
-            memories = list({m.id: m for m in memories}.values())
-            result.memory_ids = [m.id for m in memories]
-            self._write([note_chunk, *code], memories)
-            self.events.append(
-                "add", [note_id, *result.code_blocks, *result.memory_ids], after=clean,
-                actor=self.actor, reason="remember",
-            )  # fmt: skip
-        return result
+        return result, note, clean, prose, blocks, when, path
+
+    def _build(
+        self, result: RememberResult, note: Note, prose: str, blocks: Sequence[Any],
+        when: datetime, path: str,
+    ) -> tuple[list[Chunk], list[Memory]]:  # fmt: skip
+        project = self.store.meta.project
+        origin = "turn" if note.turn_id else "note"
+        dated, resolved = resolve_relative(prose, when)
+        result.times = [{"phrase": r.phrase, "date": r.date} for r in resolved]
+        note_chunk = self._chunk(result.note_id, origin, path, "markdown", origin,
+                                 normalise(prose), when, note, symbol=note.turn_id)  # fmt: skip
+        code = [
+            self._chunk(chunk_id(project, path, b.text, i), "code_block", path,
+                        b.language or "text", "code_block", b.text, when, note,
+                        symbol=f"code block {i + 1}")
+            for i, b in enumerate(blocks)
+        ]  # fmt: skip
+        result.code_blocks = [c.id for c in code]
+        result.cites, result.unknown_paths = self._cited(note.paths, entities(prose))
+        sources = (result.note_id, *result.code_blocks, *result.cites)
+        memories = [
+            Memory(
+                memory_id(sources, d.type, d.text), d.type, d.key, d.text, sources,
+                d.entities, DISTILLER, ACTIVE, when, note.scope,
+            )
+            for d in atomise(dated, note.kind if note.kind != "note" else None)
+        ]  # fmt: skip
+        memories = list({m.id: m for m in memories}.values())
+        result.memory_ids = sorted(m.id for m in memories)
+        return [note_chunk, *code], memories
 
     def _check(self, note: Note) -> None:
         if not note.text.strip():
@@ -204,17 +255,22 @@ class MemoryService:
                 f"the note is {size:,} bytes, over the {self.settings.max_text_bytes:,} limit",
                 hint="split it into several notes, or raise [memory] max_text_bytes",
             )
+        if note.turn_id and not note.turn_id.strip():
+            raise ConfigError("the turn id is blank", hint="give each turn a stable id")
         if note.kind is not None and note.kind not in NOTE_KINDS:
             raise ConfigError(
                 f"unknown kind {note.kind!r}", hint=f"use one of {', '.join(sorted(NOTE_KINDS))}"
             )
 
-    def _is_current(self, cid: str) -> bool:
-        return bool(self.store.lance.chunk_states_of([cid]).get(cid))
-
-    def _duplicate(self, result: RememberResult, note: Chunk) -> RememberResult:
-        mems = self.store.memories.of_origin([note.id])
+    def _duplicate(
+        self, result: RememberResult, note_id: str, earlier: RememberResult | None = None
+    ) -> RememberResult:
         result.duplicate = True
+        if earlier is not None:  # the same note twice in one batch
+            result.memory_ids, result.code_blocks = earlier.memory_ids, earlier.code_blocks
+            return result
+        note, _ = self.store.lance.get_chunks([note_id])[note_id]
+        mems = self.store.memories.of_origin([note.id])
         result.memory_ids = sorted(m.id for m in mems if m.status in (ACTIVE, STALE))
         blocks = self.store.lance.find_chunks(
             f"origin = 'code_block' AND path = {sql_quote(note.path)} AND valid_to IS NULL"
@@ -229,7 +285,8 @@ class MemoryService:
         return Chunk(
             id=cid, project=self.store.meta.project, origin=origin, path=path,
             language=language, kind=kind, symbol=symbol, start_line=1,
-            end_line=text.count("\n") + 1, text=text, header="",
+            end_line=text.count("\n") + 1, text=text,
+            header=f"{when.day} {when:%B %Y}",  # when it was said: questions ask by date
             tokens=self.tokens.count(text), content_hash=content_hash(text),
             event_time=when, scope=note.scope, tags=note.tags,
         )  # fmt: skip
@@ -237,7 +294,7 @@ class MemoryService:
     def _cited(self, paths: Sequence[str], named: Sequence[str]) -> tuple[list[str], list[str]]:
         """Current code chunks of the note's files and of the symbols it names."""
         limit = self.settings.max_cited_chunks
-        manifest = self.store.lance.manifest()
+        manifest = self.store.lance.manifest() if paths else {}
         cites: list[str] = []
         unknown = []
         for p in paths:
@@ -246,7 +303,7 @@ class MemoryService:
                 unknown.append(p)
                 continue
             cites.extend(rec.chunk_ids)
-        symbols = [e for e in named if e.replace(".", "").replace("_", "").isalnum()]
+        symbols = [e for e in named if _CODE_NAME.fullmatch(e)]
         if symbols:
             names = ", ".join(sql_quote(s.removesuffix("()")) for s in symbols[:20])
             where = f"origin = 'file' AND valid_to IS NULL AND symbol IN ({names})"
@@ -255,19 +312,15 @@ class MemoryService:
 
     def _write(self, chunks: list[Chunk], memories: list[Memory]) -> None:
         store = self.store
+        vectors: dict[str, Any] = {}
+        if self.embedder is not None and store.meta.dim:  # embed first: rows go in complete
+            texts = [embed_text(c) for c in chunks] + [m.text for m in memories]
+            ids = [c.id for c in chunks] + [m.id for m in memories]
+            vectors = dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
         store.mark_dirty()
-        store.lance.insert_chunks(chunks, replace=True)
+        store.lance.insert_chunks(chunks, replace=True, vectors=vectors)
         store.memories.insert([(m, m.source_ids[0]) for m in memories], store.meta.project,
-                              replace=True)  # fmt: skip
-        if self.embedder is not None and store.meta.dim:
-            vectors = self.embedder.embed_documents(
-                [embed_text(c) for c in chunks] + [m.text for m in memories]
-            )
-            store.lance.set_vectors({c.id: v for c, v in zip(chunks, vectors, strict=False)})
-            store.lance.set_vectors(
-                {m.id: v for m, v in zip(memories, vectors[len(chunks) :], strict=True)},
-                store.memories.table,
-            )
+                              replace=True, vectors=vectors)  # fmt: skip
         store.bm25.add(chunks)
         store.bm25.add_memories(memories)
         store.bm25.commit()
@@ -350,7 +403,7 @@ class MemoryService:
                     "exclude it in .memserverignore",
                 )
             chunk_ids.append(cid)
-            if chunk.origin == "note":  # its code blocks go with it
+            if chunk.origin in ("note", "turn"):  # its code blocks go with it
                 blocks = self.store.lance.find_chunks(
                     f"origin = 'code_block' AND path = {sql_quote(chunk.path)}"
                 )

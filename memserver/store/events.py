@@ -24,14 +24,24 @@ class EventLog:
         self, op: str, targets: Sequence[str], *, before: str = "", after: str = "",
         actor: str = "memserver", reason: str = "",
     ) -> None:  # fmt: skip
-        row = {
-            "time": _now(), "op": op, "targets": list(targets), "before": before,
-            "after": after, "actor": actor, "reason": reason,
-        }  # fmt: skip
+        self.append_many([(op, targets, before, after)], actor=actor, reason=reason)
+
+    def append_many(
+        self, events: Sequence[tuple[str, Sequence[str], str, str]], *, actor: str, reason: str
+    ) -> None:
+        """(op, targets, before, after) rows sharing one actor and reason, in one commit."""
+        now = _now()
+        rows = [
+            {"time": now, "op": op, "targets": list(targets), "before": before, "after": after,
+             "actor": actor, "reason": reason}
+            for op, targets, before, after in events
+        ]  # fmt: skip
+        if not rows:
+            return
         try:
-            self.table.add(pa.Table.from_pylist([row], schema=self.table.schema))
+            self.table.add(pa.Table.from_pylist(rows, schema=self.table.schema))
         except Exception as exc:
-            raise store_error(f"record a {op} event", exc) from exc
+            raise store_error(f"record {len(rows)} events", exc) from exc
 
     def erase(self, targets: Sequence[str]) -> None:
         """Blank the before/after text of every event naming one of `targets`."""

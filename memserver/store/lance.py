@@ -8,7 +8,7 @@ says whether the disk is full, read-only or the table is damaged.
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -162,8 +162,12 @@ class LanceStore:
         current = table.column("valid_to").is_null().to_pylist()
         return dict(zip(table.column("id").to_pylist(), current, strict=True))
 
-    def insert_chunks(self, chunks: Sequence[Chunk], *, replace: bool = False) -> None:
-        """Add chunks; ids already stored are left alone unless `replace` (then rewritten)."""
+    def insert_chunks(
+        self, chunks: Sequence[Chunk], *, replace: bool = False,
+        vectors: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:  # fmt: skip
+        """Add chunks; ids already stored are left alone unless `replace` (then rewritten).
+        Chunks with an entry in `vectors` go in embedded."""
         if not chunks:
             return
         now = _now()
@@ -193,7 +197,9 @@ class LanceStore:
                 "tags": list(c.tags),
             }
             if self.dim:
-                row["vector"] = [0.0] * self.dim
+                vector = (vectors or {}).get(c.id)
+                row["vector"] = list(vector) if vector is not None else [0.0] * self.dim
+                row["embedded"] = vector is not None
             rows.append(row)
         data = pa.Table.from_pylist(rows, schema=self.chunks.schema)
         try:

@@ -6,7 +6,7 @@ turn `stale` (and leave search), when it comes back they are `active` again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -109,9 +109,11 @@ class MemoryRows:
             raise store_error("erase memories", exc) from exc
 
     def insert(
-        self, memories: Sequence[tuple[Memory, str]], project: str = "", *, replace: bool = False
-    ) -> None:
-        """Add (memory, origin chunk id) pairs; stored ids are left alone unless `replace`."""
+        self, memories: Sequence[tuple[Memory, str]], project: str = "", *, replace: bool = False,
+        vectors: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:  # fmt: skip
+        """Add (memory, origin chunk id) pairs; stored ids are left alone unless `replace`.
+        Memories with an entry in `vectors` go in embedded."""
         if not memories:
             return
         now = _now()
@@ -126,7 +128,9 @@ class MemoryRows:
                 "scope": scope_row(project, m.scope),
             }  # fmt: skip
             if self.dim:
-                row["vector"] = [0.0] * self.dim
+                vector = (vectors or {}).get(m.id)
+                row["vector"] = list(vector) if vector is not None else [0.0] * self.dim
+                row["embedded"] = vector is not None
             rows.append(row)
         data = pa.Table.from_pylist(rows, schema=self.table.schema)
         try:
