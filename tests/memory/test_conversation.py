@@ -15,7 +15,11 @@ CONVERSATION = {
     "speaker_b": "Ben",
     "session_1_date_time": "1:56 pm on 8 May, 2023",
     "session_1": [
-        {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a greyhound called Pixel yesterday!"},
+        {
+            "speaker": "Ana",
+            "dia_id": "D1:1",
+            "text": "I adopted a greyhound called Pixel yesterday!",
+        },
         {"speaker": "Ben", "dia_id": "D1:2", "text": "Wow! I started pottery classes last week."},
         {"speaker": "Ana", "dia_id": "D1:3", "text": "Yes!", "blip_caption": "a dog on a sofa"},
     ],
