@@ -260,20 +260,43 @@ def _csv(value: str | None) -> tuple[str, ...]:
     "--scope", "scopes", multiple=True, metavar="KEY=VALUE",
     help="user=…, session=… or agent=…; repeatable.",
 )  # fmt: skip
+@click.option(
+    "--conversation", type=click.File("r"), default=None,
+    help="Ingest a JSONL conversation: one {speaker, text, time, turn_id} per line.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def remember(
     text: str | None, root_opt: str | None, index_dir: str | None, kind: str | None,
     tags: str | None, event_time: str | None, paths: str | None, scopes: tuple[str, ...],
-    as_json: bool,
+    conversation: Any, as_json: bool,
 ) -> None:  # fmt: skip
     """Store a note (a decision, a fact, a fix) so recall finds it later.
 
     Secrets and personal data are redacted first; code blocks are kept verbatim;
     "yesterday" and the like become dates. TEXT '-' (or none) reads standard input.
+    With --conversation, every turn is remembered as its own `turn` (its time and
+    turn id kept), in the given --scope.
     """
-    from memserver.memory.service import Note, parse_event_time
+    from memserver.memory.service import Note, parse_event_time, read_conversation
 
+    if conversation is not None:
+        notes = read_conversation(conversation, _scope(scopes), conversation.name)
+        results = _engine(root_opt, index_dir).memory_service().remember_many(notes)
+        summary = {
+            "turns": len(notes), "stored": sum(not r.duplicate for r in results),
+            "duplicates": sum(r.duplicate for r in results),
+            "redactions": sum(r.redactions for r in results),
+            "discarded": 0, "discard_rate": 0.0,  # every turn is kept
+            "turn_ids": [r.note_id for r in results],
+        }  # fmt: skip
+        if as_json:
+            _emit_json(summary)
+        else:
+            click.echo(f"remembered {summary['stored']} of {summary['turns']} turns "
+                       f"({summary['duplicates']} already known, "
+                       f"{summary['redactions']} redactions)")  # fmt: skip
+        return
     if text is None or text == "-":
         text = sys.stdin.read()
     note = Note(

@@ -271,6 +271,11 @@ class Engine:
             "files": len(manifest),
             "chunks": store.lance.count_current(),
             "memories": store.memories.count_active(),
+            "notes": store.lance.count_current(origin="note"),
+            "turns": store.lance.count_current(origin="turn"),
+            "stale_memories": store.memories.count("stale"),
+            "forgotten_memories": store.memories.count("forgotten"),
+            "watcher": "off",  # `memserver serve` does not watch files yet
             "reranker": self.reranker()[1],
             "unembedded_chunks": store.lance.count_unembedded() if meta.dim else 0,
             "embedder": meta.embedder,

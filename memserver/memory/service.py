@@ -17,9 +17,10 @@ run and a remember never interleave, and a crash midway is repaired on next open
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +43,7 @@ from memserver.store.memories import ACTIVE, FORGOTTEN, STALE
 
 __all__ = [
     "ForgetResult", "MemoryService", "Note", "RememberResult", "check_scope", "parse_event_time",
+    "read_conversation",
 ]  # fmt: skip
 
 DISTILLER = "atomic-v1"
@@ -107,6 +109,31 @@ def parse_event_time(value: str | None) -> datetime | None:
             hint="e.g. 2025-03-14 or 2025-03-14T09:30:00+01:00",
         ) from exc
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def read_conversation(
+    lines: Iterable[str], scope: tuple[tuple[str, str], ...], source: str = "conversation"
+) -> list[Note]:
+    """JSONL turns ({speaker, text, time?, turn_id?} per line) → one Note per turn."""
+    notes = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            turn = json.loads(line)
+            speaker, text = str(turn.get("speaker") or "").strip(), str(turn["text"])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(
+                f"{source} line {n} is not a turn object: {exc}",
+                hint='write one {"speaker": …, "text": …, "time": ISO-8601, "turn_id": …} '
+                "object per line",
+            ) from exc
+        content = f"{speaker}: {text}" if speaker else text
+        notes.append(Note(
+            content, event_time=parse_event_time(turn.get("time")), scope=scope,
+            turn_id=str(turn.get("turn_id") or f"T{n}"), speaker=speaker,
+        ))  # fmt: skip
+    return notes
 
 
 def check_scope(

@@ -49,8 +49,9 @@ globs relative to the project root (no absolute paths, no '..'). Read-only and s
 
 STATUS = """\
 Report what the memory index holds and whether it matches the working tree: indexed files,
-chunks and memories, when it was last indexed, the embedding model, the reranker state, the
-indexed git commit vs HEAD, and files changed, added or removed since (`stale_files`,
+chunks, memories (active and stale), remembered notes and conversation turns, when it was
+last indexed, the embedding model, the reranker state, the indexed git commit vs HEAD, the
+file watcher's state, and files changed, added or removed since (`stale_files`,
 `new_files`, `removed_files`, `up_to_date`). Use it when recall fails or seems to miss recent
 edits; if `up_to_date` is false, recall may return outdated code for those files: ask the
 user to run `memserver index` in the project root. Read-only."""

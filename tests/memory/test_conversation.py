@@ -92,3 +92,37 @@ def test_the_locomo_harness_scores_a_small_conversation(tmp_path: Path) -> None:
         assert 0.0 <= report["pooled"][k] <= 1.0
     assert report["cat5"]["questions"] == 1
     assert 0.0 <= report["cat5"]["abstain"] <= 1.0
+
+
+def test_a_jsonl_conversation_is_remembered_from_the_command_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memserver.cli import main
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    lines = [
+        {"speaker": "Ana", "text": "We moved deploys to Fridays.", "time": "2024-03-12T10:00:00Z",
+         "turn_id": "t1"},
+        {"speaker": "Ben", "text": "My token is ghp_" + "a1B2c3D4e5" * 4, "time": "2024-03-12"},
+    ]  # fmt: skip
+    conv = tmp_path / "chat.jsonl"
+    conv.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    args = ["remember", "--root", str(root), "--conversation", str(conv),
+            "--scope", "session=s1", "--json"]  # fmt: skip
+    env = {"MEMSERVER_EMBEDDING_MODEL": "hashing"}
+    first = CliRunner().invoke(main, args, env=env)
+    again = CliRunner().invoke(main, args, env=env)
+    assert first.exit_code == 0, first.output
+    out, repeat = json.loads(first.output), json.loads(again.output)
+    assert (out["turns"], out["stored"], out["redactions"]) == (2, 2, 1)
+    assert (repeat["stored"], repeat["duplicates"]) == (0, 2)
+    engine = Engine(root, None, env={})
+    chunks = engine.open_store().lance.get_chunks(out["turn_ids"])
+    assert sorted(c.symbol for c, _ in chunks.values()) == ["T2", "t1"]
+    assert all("a1B2c3D4e5" not in c.text for c, _ in chunks.values())
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"speaker": 3\n')
+    broken = CliRunner().invoke(main, ["remember", "--root", str(root), "--conversation",
+                                       str(bad)], env=env)  # fmt: skip
+    assert broken.exit_code == 2 and "line 1" in broken.output
