@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _TOKEN = re.compile(r"[A-Za-z0-9_]+")
 _CAMEL = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -39,3 +40,14 @@ def analysed(text: str) -> str:
             out.append(whole.replace("_", ""))
         out.extend(parts)
     return " ".join(out)
+
+
+def splice(text: str, edits: Iterable[tuple[int, int, str]]) -> str:
+    """`text` with each (start, end, replacement) applied; edits in order, not overlapping."""
+    out, last = [], 0
+    for start, end, replacement in edits:
+        out.append(text[last:start])
+        out.append(replacement)
+        last = end
+    out.append(text[last:])
+    return "".join(out)

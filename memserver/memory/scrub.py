@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from memserver.core.text import splice
+
 __all__ = ["Redaction", "Scrubber"]
 
 # detect-secrets plugins by class name; the entropy and public-IP detectors are left
@@ -141,13 +143,7 @@ class Scrubber:
     def scrub(self, text: str) -> tuple[str, list[Redaction]]:
         """The text with every secret replaced by `[REDACTED:<kind>]`, and what was replaced."""
         spans = self.find(text)
-        out, last = [], 0
-        for r in spans:
-            out.append(text[last : r.start])
-            out.append(f"[REDACTED:{r.kind}]")
-            last = r.end
-        out.append(text[last:])
-        return "".join(out), spans
+        return splice(text, ((r.start, r.end, f"[REDACTED:{r.kind}]") for r in spans)), spans
 
     def _plugins(self, text: str) -> list[Redaction]:
         tools = _detect_secrets()

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
+from memserver.core.text import splice
+
 __all__ = ["Resolved", "resolve_relative"]
 
 _NUM = (
@@ -86,10 +88,4 @@ def resolve_relative(text: str, event_time: datetime) -> tuple[str, list[Resolve
         when = _parse(m.group(), event_time)
         if when is not None:
             found.append(Resolved(m.group(), when.date().isoformat(), m.start(), m.end()))
-    out, last = [], 0
-    for r in found:
-        out.append(text[last : r.end])
-        out.append(f" ({r.date})")
-        last = r.end
-    out.append(text[last:])
-    return "".join(out), found
+    return splice(text, ((r.end, r.end, f" ({r.date})") for r in found)), found

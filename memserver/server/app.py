@@ -184,8 +184,7 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
                 validate.check_text("text", text), kind=kind or None,
                 tags=validate.check_list("tags", tags),
                 event_time=parse_event_time(event_time),
-                paths=tuple(validate.check_path_filter(p) for p in validate.check_list(
-                    "paths", paths)),
+                paths=validate.check_paths(paths),
                 scope=check_scope(scope or {}),
             )  # fmt: skip
             result = await run_blocking(app, app.backend.remember, note)
@@ -203,8 +202,7 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         app = ctx.request_context.lifespan_context
         with tool_errors("forget"):
             ids_ = validate.check_ids(ids)
-            paths_ = tuple(validate.check_path_filter(p) for p in validate.check_list(
-                "paths", paths))  # fmt: skip
+            paths_ = validate.check_paths(paths)
             if not ids_ and not paths_:
                 raise ConfigError(
                     "nothing to forget", hint="pass ids (from recall/remember) or paths"

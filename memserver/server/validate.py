@@ -74,11 +74,15 @@ def check_list(name: str, values: Sequence[str] | None) -> tuple[str, ...]:
     return items
 
 
+def check_paths(values: Sequence[str] | None) -> tuple[str, ...]:
+    return tuple(check_path_filter(p) for p in check_list("paths", values))
+
+
 def recall_filters(
     paths: Sequence[str] | None, languages: Sequence[str] | None, kinds: Sequence[str] | None
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(paths, languages, kinds) checked; blank languages and kinds are dropped."""
-    checked = tuple(check_path_filter(p) for p in check_list("paths", paths))
+    checked = check_paths(paths)
     langs = tuple(x.strip() for x in check_list("languages", languages) if x.strip())
     kinds_ = tuple(x.strip() for x in check_list("kinds", kinds) if x.strip())
     return checked, langs, kinds_

@@ -86,6 +86,27 @@ def scope_pairs(row: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
     return tuple((k, row[k]) for k in SCOPE_KEYS if row.get(k))
 
 
+def upsert(
+    table: Any, rows: list[dict[str, Any]], dim: int,
+    vectors: Mapping[str, Sequence[float]] | None, *, replace: bool, what: str,
+) -> None:  # fmt: skip
+    """Merge rows by id: new ids inserted, stored ones rewritten only when `replace`.
+    A row with an entry in `vectors` goes in embedded; the others get a zero vector."""
+    for row in rows:
+        if dim:
+            vector = (vectors or {}).get(row["id"])
+            row["vector"] = list(vector) if vector is not None else [0.0] * dim
+            row["embedded"] = vector is not None
+    data = pa.Table.from_pylist(rows, schema=table.schema)
+    try:
+        merge = table.merge_insert("id").when_not_matched_insert_all()
+        if replace:
+            merge = merge.when_matched_update_all()
+        merge.execute(data)
+    except Exception as exc:
+        raise store_error(f"insert {len(rows)} {what}", exc) from exc
+
+
 def chunk_from_row(row: dict[str, Any]) -> Chunk:
     return Chunk(
         id=row["id"],
@@ -196,19 +217,8 @@ class LanceStore:
                 "scope": scope_row(c.project, c.scope),
                 "tags": list(c.tags),
             }
-            if self.dim:
-                vector = (vectors or {}).get(c.id)
-                row["vector"] = list(vector) if vector is not None else [0.0] * self.dim
-                row["embedded"] = vector is not None
             rows.append(row)
-        data = pa.Table.from_pylist(rows, schema=self.chunks.schema)
-        try:
-            merge = self.chunks.merge_insert("id").when_not_matched_insert_all()
-            if replace:
-                merge = merge.when_matched_update_all()
-            merge.execute(data)
-        except Exception as exc:
-            raise store_error(f"insert {len(rows)} chunks", exc) from exc
+        upsert(self.chunks, rows, self.dim, vectors, replace=replace, what="chunks")
 
     def set_valid_to(self, ids: Sequence[str], closed: bool) -> None:
         """Close chunks (valid_to = now) or reopen them (valid_to = null)."""

@@ -21,7 +21,8 @@ from memserver.store.lance import (
     scope_row,
     sql_quote,
     store_error,
-)  # fmt: skip
+    upsert,
+)
 
 ACTIVE = "active"
 STALE = "stale"
@@ -127,19 +128,8 @@ class MemoryRows:
                 "event_time": m.event_time, "valid_from": now, "valid_to": None,
                 "scope": scope_row(project, m.scope),
             }  # fmt: skip
-            if self.dim:
-                vector = (vectors or {}).get(m.id)
-                row["vector"] = list(vector) if vector is not None else [0.0] * self.dim
-                row["embedded"] = vector is not None
             rows.append(row)
-        data = pa.Table.from_pylist(rows, schema=self.table.schema)
-        try:
-            merge = self.table.merge_insert("id").when_not_matched_insert_all()
-            if replace:
-                merge = merge.when_matched_update_all()
-            merge.execute(data)
-        except Exception as exc:
-            raise store_error(f"insert {len(rows)} memories", exc) from exc
+        upsert(self.table, rows, self.dim, vectors, replace=replace, what="memories")
 
     def set_status_by_origin(self, chunk_ids: Sequence[str], status: str) -> None:
         self.set_status(chunk_ids, status, column="origin_chunk")
