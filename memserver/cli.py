@@ -344,6 +344,32 @@ def forget(
                + f"; {len(result.stale_marked)} memories marked stale")  # fmt: skip
 
 
+@main.command()
+@index_options
+@click.option("--dry-run", is_flag=True, help="Show the plan; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def consolidate(root_opt: str | None, index_dir: str | None, dry_run: bool, as_json: bool
+                ) -> None:  # fmt: skip
+    """Merge near-duplicate notes into abstractions and close contradicted ones.
+
+    Sleep-time work: run it when nothing urgent is waiting. Every change is logged, and
+    merged memories stay attributable.
+    """
+    report = _engine(root_opt, index_dir).consolidator().run(dry_run=dry_run)
+    if as_json:
+        _emit_json(report)
+        return
+    verb = "would merge" if dry_run else "merged"
+    click.echo(f"{verb} {report['superseded']} memories into {len(report['abstractions'])} "
+               f"abstractions; {len(report['contradictions'])} contradicted; active "
+               f"{report['active_before']} → {report['active_after']}")  # fmt: skip
+    for a in report["abstractions"][:20]:
+        click.echo(f"  {a['id']}: {a['text'][:100]}  ← {len(a['members'])} memories")
+    for c in report["contradictions"][:20]:
+        click.echo(f"  closed {c['older']}: {c['older_text'][:60]!r} → {c['newer_text'][:60]!r}")
+
+
 # -- status ---------------------------------------------------------------------
 
 
@@ -453,9 +479,14 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
     help="Where the per-conversation indexes go (default: a temporary folder).",
 )  # fmt: skip
 @click.option("--embedder", default=None, help="Embedding model for the indexes.")
+@click.option(
+    "--consolidate", is_flag=True,
+    help="Also consolidate each conversation after asking, then ask again.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
-def eval_locomo(dataset: str, work: str | None, embedder: str | None, as_json: bool) -> None:
+def eval_locomo(dataset: str, work: str | None, embedder: str | None, consolidate: bool,
+                as_json: bool) -> None:  # fmt: skip
     """Evidence recall (R@k, All@k per category) and abstention on long conversations."""
     import tempfile
     from pathlib import Path
@@ -467,8 +498,10 @@ def eval_locomo(dataset: str, work: str | None, embedder: str | None, as_json: b
         return Engine(root, index_dir, embedder_flag=embedder)
 
     with tempfile.TemporaryDirectory(prefix="memserver-locomo-") as tmp:
-        report = run(Path(dataset), Path(work or tmp), make_engine=make,
-                     log=lambda msg: click.echo(msg, err=True))  # fmt: skip
+        report = run(
+            Path(dataset), Path(work or tmp), make_engine=make, consolidate=consolidate,
+            log=lambda msg: click.echo(msg, err=True),
+        )  # fmt: skip
     if as_json:
         _emit_json(report)
         return

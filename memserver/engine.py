@@ -221,6 +221,13 @@ class Engine:
             lock_timeout=self.settings.index.lock_timeout_seconds,
         )  # fmt: skip
 
+    def consolidator(self) -> Any:
+        from memserver.memory.consolidate import Consolidator
+
+        return Consolidator(
+            self.open_store(), lock_timeout=self.settings.index.lock_timeout_seconds
+        )
+
     def attributor(self, store: Any = None, embedder: Embedder | None = None) -> Any:
         """Scores answers against loaded evidence (the query model unless `embedder`)."""
         from memserver.retrieve.attribute import Attributor

@@ -273,3 +273,4 @@ class Memory:
     status: str = "active"  # active | stale | superseded | archived | forgotten
     event_time: datetime | None = None
     scope: tuple[tuple[str, str], ...] = ()
+    derived_from: tuple[str, ...] = ()  # the memories a consolidated abstraction replaces

@@ -154,9 +154,14 @@ def score(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def run(dataset: Path, work: Path, *, make_engine: Callable[[Path, Path], Any],
-        log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:  # fmt: skip
+        log: Callable[[str], None] = lambda _: None, consolidate: bool = False
+        ) -> dict[str, Any]:  # fmt: skip
+    """Ingest, ask and score; with `consolidate`, also consolidate each conversation after
+    the first round of questions and ask again (reported under `consolidated`)."""
     data = json.loads(dataset.read_text(encoding="utf-8"))
     results: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    memories = {"before": 0, "after": 0, "superseded": 0, "contradicted": 0}
     ingest_seconds = 0.0
     turns_stored = 0
     for conv in data:
@@ -174,7 +179,16 @@ def run(dataset: Path, work: Path, *, make_engine: Callable[[Path, Path], Any],
             f"{len(conv['qa'])} questions")  # fmt: skip
         recaller = engine.recaller(rerank=False)
         results += ask(recaller, conv["qa"], scope, known)
+        if consolidate:
+            done = engine.consolidator().run()
+            memories["before"] += done["active_before"]
+            memories["after"] += done["active_after"]
+            memories["superseded"] += done["superseded"]
+            memories["contradicted"] += len(done["contradictions"])
+            after += ask(recaller, conv["qa"], scope, known)
     report = score(results)
+    if consolidate:
+        report["consolidated"] = {**score(after), "memories": memories}
     report.update(
         conversations=len(data), turns=turns_stored, ingest_seconds=round(ingest_seconds, 1),
         discard_rate=0.0,  # every turn is kept: conversation-window scoring is not applied here

@@ -344,14 +344,13 @@ class MemoryService:
             texts = [embed_text(c) for c in chunks] + [m.text for m in memories]
             ids = [c.id for c in chunks] + [m.id for m in memories]
             vectors = dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
-        store.mark_dirty()
-        store.lance.insert_chunks(chunks, replace=True, vectors=vectors)
-        store.memories.insert([(m, m.source_ids[0]) for m in memories], store.meta.project,
-                              replace=True, vectors=vectors)  # fmt: skip
-        store.bm25.add(chunks)
-        store.bm25.add_memories(memories)
-        store.bm25.commit()
-        store.mark_clean()
+        with store.writing():
+            store.lance.insert_chunks(chunks, replace=True, vectors=vectors)
+            store.memories.insert([(m, m.source_ids[0]) for m in memories],
+                                  store.meta.project, replace=True, vectors=vectors)  # fmt: skip
+            store.bm25.add(chunks)
+            store.bm25.add_memories(memories)
+            store.bm25.commit()
 
     # -- forget --------------------------------------------------------------------
 
@@ -368,7 +367,6 @@ class MemoryService:
                 file_chunks, matched = self._files(paths)
                 chunk_ids += file_chunks
                 result.paths = matched
-            self.store.mark_dirty()
             memory_ids += [
                 m.id for m in self.store.memories.of_origin(chunk_ids) if m.status != FORGOTTEN
             ]
@@ -378,28 +376,31 @@ class MemoryService:
             stale = sorted(set(self.store.memories.citing(chunk_ids)) - set(memory_ids))
             stale = [m for m, mem in self.store.memories.get(stale).items()
                      if mem.status == ACTIVE]  # fmt: skip
-            self.store.bm25.delete([*chunk_ids, *memory_ids])
-            self.store.bm25.commit()
-            self.store.lance.set_valid_to(chunk_ids, closed=True)
-            self.store.memories.set_status(memory_ids, FORGOTTEN)
-            self.store.memories.set_status(stale, STALE)
-            if erase:
-                self.store.lance.erase_chunks(chunk_ids)
-                self.store.memories.erase(memory_ids)
-                self.events.erase([*chunk_ids, *memory_ids])
-            if result.paths:
-                self.store.lance.write_manifest([], result.paths)
-            result.forgotten = [*chunk_ids, *memory_ids]
-            result.stale_marked = stale
-            if result.forgotten:
-                self.events.append(
-                    "forget", result.forgotten, before=before, actor=self.actor,
+            # commit points first (the manifest for files, LanceDB for the rest), the
+            # keyword index last: a crash in between is finished by reconciliation
+            with self.store.writing():
+                if result.paths:
+                    self.store.lance.write_manifest([], result.paths)
+                self.store.lance.set_valid_to(chunk_ids, closed=True)
+                self.store.memories.set_status(memory_ids, FORGOTTEN)
+                self.store.memories.set_status(stale, STALE)
+                if erase:
+                    self.store.lance.erase_chunks(chunk_ids)
+                    self.store.memories.erase(memory_ids)
+                    self.events.erase([*chunk_ids, *memory_ids])
+                self.store.bm25.delete([*chunk_ids, *memory_ids])
+                self.store.bm25.commit()
+                result.forgotten = [*chunk_ids, *memory_ids]
+                result.stale_marked = stale
+                log = []
+                if result.forgotten:
+                    log.append(("forget", result.forgotten, before, ""))
+                if stale:
+                    log.append(("stale", stale, "", "cites forgotten chunks"))
+                self.events.append_many(
+                    log, actor=self.actor,
                     reason=(reason or "forget") + (" (erased)" if erase else ""),
                 )  # fmt: skip
-            if stale:
-                self.events.append("stale", stale, actor=self.actor,
-                                   reason="cites forgotten chunks")  # fmt: skip
-            self.store.mark_clean()
         return result
 
     def _resolve(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -9,6 +9,8 @@ stores back into agreement before anything else happens.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -94,6 +96,19 @@ class IndexStore:
 
     def mark_clean(self) -> None:
         (self.dir / DIRTY).unlink(missing_ok=True)
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """A write that a crash leaves marked for repair. On an error the keyword-index
+        writer is released (so this process can write again) and the marker stays, so
+        the next run reconciles whatever was half done."""
+        self.mark_dirty()
+        try:
+            yield
+        except BaseException:
+            self.bm25.rollback()
+            raise
+        self.mark_clean()
 
     def needs_reconcile(self) -> bool:
         if self.dirty:

@@ -27,10 +27,11 @@ from memserver.store.lance import (
 ACTIVE = "active"
 STALE = "stale"
 FORGOTTEN = "forgotten"
+SUPERSEDED = "superseded"
 _STALE_NOTE = f"status = '{STALE}' AND array_length(source_ids) > 1"
 _COLUMNS = [
     "id", "type", "key", "text", "entities", "source_ids", "distiller", "status",
-    "event_time", "scope",
+    "event_time", "scope", "derived_from",
 ]  # fmt: skip
 
 
@@ -40,6 +41,7 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
         source_ids=tuple(row["source_ids"] or ()), entities=tuple(row["entities"] or ()),
         distiller=row["distiller"] or "", status=row["status"],
         event_time=row.get("event_time"), scope=scope_pairs(row.get("scope")),
+        derived_from=tuple(row.get("derived_from") or ()),
     )  # fmt: skip
 
 
@@ -124,7 +126,8 @@ class MemoryRows:
                 "id": m.id, "type": m.type, "key": m.key, "text": m.text,
                 "entities": list(m.entities), "source_ids": list(m.source_ids),
                 "origin_chunk": origin, "status": m.status, "superseded_by": None,
-                "derived_from": [], "distiller": m.distiller, "embedded": False,
+                "derived_from": list(m.derived_from), "distiller": m.distiller,
+                "embedded": False,
                 "event_time": m.event_time, "valid_from": now, "valid_to": None,
                 "scope": scope_row(project, m.scope),
             }  # fmt: skip
@@ -174,6 +177,35 @@ class MemoryRows:
         except Exception as exc:
             raise store_error("read memories", exc) from exc
         return {r["id"]: memory_from_row(r) for r in rows}
+
+    def consolidation_table(self, distiller: str) -> pa.Table:
+        """Active memories of one distiller with everything consolidation weighs."""
+        columns = ["id", "type", "key", "text", "entities", "source_ids", "origin_chunk",
+                   "event_time", "scope", "derived_from", "embedded"]  # fmt: skip
+        if self.dim:
+            columns.append("vector")
+        where = f"status = '{ACTIVE}' AND distiller = {sql_quote(distiller)}"
+        try:
+            return self.table.search().where(where).select(columns).limit(None).to_arrow()
+        except Exception as exc:
+            raise store_error("read memories to consolidate", exc) from exc
+
+    def supersede(self, by: Mapping[str, str], *, close: bool) -> None:
+        """Mark memories superseded by others (id → superseding id); `close` also ends their
+        validity (a contradicted fact), else they stay valid and attributable."""
+        groups: dict[str, list[str]] = {}
+        for mid, newer in by.items():
+            groups.setdefault(newer, []).append(mid)
+        values: dict[str, Any] = {"status": SUPERSEDED}
+        if close:
+            values["valid_to"] = _now()
+        try:
+            for newer, ids in groups.items():
+                for batch in _batches(ids):
+                    self.table.update(where=_in("id", batch),
+                                      values={**values, "superseded_by": newer})  # fmt: skip
+        except Exception as exc:
+            raise store_error("mark memories superseded", exc) from exc
 
     def active_table(self, with_vectors: bool) -> pa.Table:
         """Memories recall may show, as Arrow (id, sources, status, scope…[, vector]): the

@@ -1,0 +1,267 @@
+"""Sleep-time consolidation of remembered notes and turns (`memserver consolidate`).
+
+Never on the request path. Within one scope, each active memory is compared with its
+nearest earlier neighbours (at most `neighbours`); affinity is their cosine damped by
+the time between them (halved every `half_life_days`). Pairs at or above `affinity`
+join one cluster, and a cluster becomes one abstraction memory: the newest member's
+statement (a deterministic merge), the union of the members' sources and entities,
+`derived_from` the members. Members become `superseded`: kept, still attributable,
+out of recall. A contradiction (a close pair about the same entities whose numbers,
+dates, weekdays or negation differ) is not merged: the older memory is closed
+(`valid_to`, `superseded_by` the newer). Every change is an event with the text
+before and after. Ids come from content, so a second run changes nothing, and a run
+cut short is finished by the next (an abstraction whose members are still active).
+
+Memories distilled from code are left alone: they follow their chunks.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from memserver.core.ids import memory_id
+from memserver.core.text import words
+from memserver.core.types import Memory
+from memserver.store.events import EventLog
+from memserver.store.index import IndexStore
+from memserver.store.lance import scope_pairs
+
+__all__ = ["ConsolidationPlan", "Consolidator"]
+
+DISTILLER = "consolidate-v1"
+SOURCES = ("atomic-v1", DISTILLER)  # remembered notes and turns, and earlier abstractions
+CONTRADICTION_COSINE = 0.75
+SAME_FRAME = 0.8  # Jaccard of the words around the values
+_VALUE = re.compile(
+    r"\b(?:\d+(?:[.:/-]\d+)*|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|true|false|yes|no|on|off|enabled|disabled)\b",
+    re.I,
+)
+_NEGATION = re.compile(r"\b(?:not|never|no longer|n't|cannot|without)\b", re.I)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class _Row:
+    id: str
+    type: str
+    text: str
+    entities: tuple[str, ...]
+    sources: tuple[str, ...]
+    origin: str
+    when: datetime
+    scope: tuple[tuple[str, str], ...]
+    derived_from: tuple[str, ...]
+    vector: np.ndarray
+
+
+@dataclass
+class ConsolidationPlan:
+    abstractions: list[tuple[Memory, list[str], str]] = field(default_factory=list)
+    contradictions: list[tuple[str, str]] = field(default_factory=list)  # (older, newer)
+    repairs: dict[str, str] = field(default_factory=dict)  # member → its abstraction
+    texts: dict[str, str] = field(default_factory=dict)  # id → text, for events and display
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)  # abstraction id → vector
+    considered: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "considered": self.considered,
+            "abstractions": [
+                {"id": m.id, "text": m.text, "members": members,
+                 "member_texts": [self.texts[x] for x in members]}
+                for m, members, _ in self.abstractions
+            ],
+            "superseded": sum(len(members) for _, members, _ in self.abstractions),
+            "contradictions": [
+                {"older": o, "newer": n, "older_text": self.texts[o], "newer_text": self.texts[n]}
+                for o, n in self.contradictions
+            ],
+            "repaired": len(self.repairs),
+        }  # fmt: skip
+
+
+def _values(text: str) -> Counter[str]:
+    return Counter(v.lower() for v in _VALUE.findall(text))
+
+
+def _frame(text: str) -> set[str]:
+    """The statement's words with its values and negations taken out."""
+    return {w for w in words(_NEGATION.sub(" ", _VALUE.sub(" ", text))) if len(w) > 1}
+
+
+def contradicts(older: _Row, newer: _Row) -> bool:
+    """Same subject, different value: the same entities and nearly the same words once
+    values are masked ("port 5433" / "port 6543"), with differing values or negation."""
+    if not older.entities or set(older.entities) != set(newer.entities):
+        return False
+    a_frame, b_frame = _frame(older.text), _frame(newer.text)
+    if not a_frame or len(a_frame & b_frame) / len(a_frame | b_frame) < SAME_FRAME:
+        return False
+    if bool(_NEGATION.search(older.text)) != bool(_NEGATION.search(newer.text)):
+        return True
+    a, b = _values(older.text), _values(newer.text)
+    return bool(a or b) and a != b
+
+
+class _Clusters:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+class Consolidator:
+    def __init__(
+        self, store: IndexStore, *, affinity: float = 0.85, neighbours: int = 20,
+        half_life_days: float = 180.0, lock_timeout: float = 10.0,
+    ) -> None:  # fmt: skip
+        self.store = store
+        self.affinity = affinity
+        self.neighbours = neighbours
+        self.half_life_days = half_life_days
+        self.lock_timeout = lock_timeout
+
+    # -- planning ------------------------------------------------------------------
+
+    def _rows(self) -> list[_Row]:
+        rows: list[_Row] = []
+        for distiller in SOURCES:
+            table = self.store.memories.consolidation_table(distiller)
+            if not self.store.meta.dim or "vector" not in table.column_names:
+                continue
+            vecs = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+            for i, r in enumerate(table.drop_columns(["vector"]).to_pylist()):
+                if not r["embedded"]:
+                    continue
+                v = vecs[i]
+                norm = float(np.linalg.norm(v)) or 1.0
+                rows.append(_Row(
+                    r["id"], r["type"], r["text"], tuple(r["entities"] or ()),
+                    tuple(r["source_ids"] or ()), r["origin_chunk"] or "",
+                    r["event_time"] or _EPOCH, scope_pairs(r["scope"]),
+                    tuple(r["derived_from"] or ()), v / norm,
+                ))  # fmt: skip
+        return rows
+
+    def plan(self) -> ConsolidationPlan:
+        rows = self._rows()
+        out = ConsolidationPlan(considered=len(rows))
+        out.texts = {r.id: r.text for r in rows}
+        active = {r.id for r in rows}
+        for r in rows:  # an abstraction whose members are still active: a run cut short
+            for member in r.derived_from:
+                if member in active:
+                    out.repairs[member] = r.id
+        rows = [r for r in rows if r.id not in out.repairs]
+        by_scope: dict[tuple[tuple[str, str], ...], list[_Row]] = {}
+        for r in rows:
+            by_scope.setdefault(r.scope, []).append(r)
+        for group in by_scope.values():
+            self._plan_group(sorted(group, key=lambda r: (r.when, r.id)), out)
+        return out
+
+    def _plan_group(self, rows: list[_Row], out: ConsolidationPlan) -> None:
+        if len(rows) < 2:
+            return
+        vectors = np.stack([r.vector for r in rows])
+        clusters = _Clusters(len(rows))
+        closed: set[int] = set()
+        for i in range(1, len(rows)):
+            sims = vectors[:i] @ vectors[i]
+            nearest = np.argsort(-sims)[: self.neighbours]
+            for j in (int(x) for x in nearest):
+                days = abs((rows[i].when - rows[j].when).total_seconds()) / 86400
+                affinity = float(sims[j]) * math.pow(0.5, days / self.half_life_days)
+                if sims[j] >= CONTRADICTION_COSINE and contradicts(rows[j], rows[i]):
+                    if j not in closed:
+                        out.contradictions.append((rows[j].id, rows[i].id))
+                        closed.add(j)
+                elif affinity >= self.affinity and j not in closed:
+                    clusters.union(j, i)
+        members: dict[int, list[int]] = {}
+        for i in range(len(rows)):
+            if i not in closed:
+                members.setdefault(clusters.find(i), []).append(i)
+        for idx in members.values():
+            if len(idx) < 2:
+                continue
+            group = [rows[i] for i in idx]
+            newest = max(group, key=lambda r: (r.when, r.id))
+            sources = tuple(dict.fromkeys(s for r in group for s in r.sources))
+            entities = tuple(dict.fromkeys(e for r in group for e in r.entities))
+            text = newest.text
+            mid = memory_id(sources, newest.type, text)
+            memory = Memory(
+                mid, newest.type, ", ".join(entities[:4]) or text[:80], text, sources, entities,
+                DISTILLER, "active", newest.when, newest.scope,
+                derived_from=tuple(r.id for r in group),
+            )  # fmt: skip
+            out.abstractions.append((memory, [r.id for r in group], newest.origin))
+            out.texts[mid] = text
+            out.vectors[mid] = newest.vector  # the same statement: no new embedding
+
+    # -- applying ------------------------------------------------------------------
+
+    def run(self, *, dry_run: bool = False, actor: str = "memserver") -> dict[str, Any]:
+        """Plan, and unless `dry_run` apply; returns the plan and the active counts."""
+        store = self.store
+        before = store.memories.count_active()
+        with store.lock(self.lock_timeout):
+            if store.dirty:  # a write died midway: make the stores agree first
+                store.reconcile()
+                store.mark_clean()
+            plan = self.plan()
+            if not dry_run and (plan.abstractions or plan.contradictions or plan.repairs):
+                self._apply(plan, actor)
+        report = plan.to_dict()
+        report.update(
+            dry_run=dry_run,
+            active_before=before,
+            active_after=before if dry_run else store.memories.count_active(),
+        )
+        return report
+
+    def _apply(self, plan: ConsolidationPlan, actor: str) -> None:
+        store = self.store
+        events = EventLog(store.lance.events)
+        with store.writing():
+            self._write(plan, actor, events)
+
+    def _write(self, plan: ConsolidationPlan, actor: str, events: EventLog) -> None:
+        store = self.store
+        fresh = [(m, origin) for m, _, origin in plan.abstractions]
+        vectors = {m.id: plan.vectors[m.id].tolist() for m, _ in fresh}
+        store.memories.insert(fresh, store.meta.project, vectors=vectors)  # abstractions first
+        store.bm25.add_memories(m for m, _ in fresh)
+        superseded = dict(plan.repairs)
+        for m, members, _ in plan.abstractions:
+            superseded.update(dict.fromkeys(members, m.id))
+        store.memories.supersede(superseded, close=False)
+        store.memories.supersede(dict(plan.contradictions), close=True)
+        store.bm25.delete([*superseded, *(o for o, _ in plan.contradictions)])
+        store.bm25.commit()
+        log = [
+            ("consolidate", [m.id, *members], "\n".join(plan.texts[x] for x in members), m.text)
+            for m, members, _ in plan.abstractions
+        ]
+        log += [("supersede", [o, n], plan.texts[o], plan.texts[n])
+                for o, n in plan.contradictions]  # fmt: skip
+        if plan.repairs:
+            log.append(("consolidate", sorted(plan.repairs), "", "finished an interrupted run"))
+        events.append_many(log, actor=actor, reason="sleep-time consolidation")
