@@ -164,8 +164,8 @@ def run(dataset: Path, work: Path, *, make_engine: Callable[[Path, Path], Any],
     memories = {"before": 0, "after": 0, "superseded": 0, "contradicted": 0}
     ingest_seconds = 0.0
     turns_stored = 0
-    for conv in data:
-        sample = str(conv.get("sample_id", len(results)))
+    for n_conv, conv in enumerate(data):
+        sample = str(conv.get("sample_id") or f"conversation-{n_conv}")
         root = work / sample
         root.mkdir(parents=True, exist_ok=True)
         engine = make_engine(root, work / f"{sample}.index")

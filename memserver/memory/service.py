@@ -59,7 +59,7 @@ class Note:
     paths: tuple[str, ...] = ()  # files the note is about: it cites their current chunks
     scope: tuple[tuple[str, str], ...] = ()  # user / session / agent
     turn_id: str = ""  # set for a conversation turn: stored as a `turn` chunk with this id
-    speaker: str = ""
+    speaker: str = ""  # who said a turn: an entity of every statement made from it
 
 
 @dataclass
@@ -265,7 +265,8 @@ class MemoryService:
         memories = [
             Memory(
                 memory_id(sources, d.type, d.text), d.type, d.key, d.text, sources,
-                d.entities, DISTILLER, ACTIVE, when, note.scope,
+                tuple(dict.fromkeys(e for e in (note.speaker, *d.entities) if e)),
+                DISTILLER, ACTIVE, when, note.scope,
             )
             for d in atomise(dated, note.kind if note.kind != "note" else None)
         ]  # fmt: skip

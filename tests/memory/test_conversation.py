@@ -71,6 +71,7 @@ def test_a_batch_remembers_each_turn_on_its_own(tmp_path: Path) -> None:
     assert all(c.origin == "turn" and embedded for c, embedded in chunks.values())
     first = svc.store.memories.get(results[0].memory_ids)
     assert any("(2023-05-07)" in m.text for m in first.values())  # "yesterday", dated
+    assert all(m.entities[0] == "Ana" for m in first.values())  # the speaker, for every one
     again = svc.remember_many(notes)
     assert all(r.duplicate for r in again)
     assert svc.events.count() == 5  # one "add" per stored turn; duplicates log nothing
@@ -83,7 +84,7 @@ def test_the_locomo_harness_scores_a_small_conversation(tmp_path: Path) -> None:
     def make(root: Path, index_dir: Path) -> Engine:
         return Engine(root, index_dir, embedder_flag="hashing", env={})
 
-    report = run(data, tmp_path / "work", make_engine=make)
+    report = run(data, tmp_path / "work", make_engine=make, consolidate=True)
     assert report["turns"] == 5 and report["conversations"] == 1
     assert report["pooled"]["questions"] == 2
     assert set(report["per_category"]) == {"2", "4"}
@@ -92,6 +93,9 @@ def test_the_locomo_harness_scores_a_small_conversation(tmp_path: Path) -> None:
         assert 0.0 <= report["pooled"][k] <= 1.0
     assert report["cat5"]["questions"] == 1
     assert 0.0 <= report["cat5"]["abstain"] <= 1.0
+    after = report["consolidated"]
+    assert after["memories"]["before"] >= after["memories"]["after"] > 0
+    assert after["pooled"]["questions"] == 2
 
 
 def test_a_jsonl_conversation_is_remembered_from_the_command_line(tmp_path: Path) -> None:
