@@ -21,7 +21,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -75,12 +75,7 @@ class RememberResult:
     unknown_paths: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "note_id": self.note_id, "memory_ids": self.memory_ids,
-            "duplicate": self.duplicate, "redactions": self.redactions,
-            "redacted": self.redacted, "code_blocks": self.code_blocks,
-            "times": self.times, "cites": self.cites, "unknown_paths": self.unknown_paths,
-        }  # fmt: skip
+        return asdict(self)
 
 
 @dataclass
@@ -91,10 +86,7 @@ class ForgetResult:
     erased: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "forgotten": self.forgotten, "stale_marked": self.stale_marked,
-            "paths": self.paths, "erased": self.erased,
-        }  # fmt: skip
+        return asdict(self)
 
 
 def parse_event_time(value: str | None) -> datetime | None:

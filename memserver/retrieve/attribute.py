@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,10 +64,7 @@ class Attribution:
     rejected: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "cited": self.cited, "claims": self.claims, "unsupported": self.unsupported,
-            "rejected": self.rejected,
-        }  # fmt: skip
+        return asdict(self)
 
 
 def _windows(text: str) -> list[str]:
