@@ -3,8 +3,9 @@
 Never on the request path. Within one scope, each active memory is compared with its
 nearest earlier neighbours (at most `neighbours`); affinity is their cosine damped by
 the time between them (halved every `half_life_days`). Pairs at or above `affinity`
-join one cluster, and a cluster becomes one abstraction memory: the newest member's
-statement (a deterministic merge), the union of the members' sources and entities,
+join one cluster, and a cluster becomes one abstraction memory: the members' distinct
+statements, newest first (a deterministic merge that loses no wording; its vector is
+the members' mean direction), the union of the members' sources and entities,
 `derived_from` the members. Members become `superseded`: kept, still attributable,
 out of recall. A contradiction (a close pair about the same entities whose numbers,
 dates, weekdays or negation differ) is not merged: the older memory is closed
@@ -201,11 +202,12 @@ class Consolidator:
         for idx in members.values():
             if len(idx) < 2:
                 continue
-            group = [rows[i] for i in idx]
-            newest = max(group, key=lambda r: (r.when, r.id))
+            group = sorted((rows[i] for i in idx), key=lambda r: (r.when, r.id), reverse=True)
+            newest = group[0]
             sources = tuple(dict.fromkeys(s for r in group for s in r.sources))
             entities = tuple(dict.fromkeys(e for r in group for e in r.entities))
-            text = newest.text
+            # every distinct wording is kept, newest first: nothing a member said is lost
+            text = " / ".join(dict.fromkeys(r.text for r in group))
             mid = memory_id(sources, newest.type, text)
             memory = Memory(
                 mid, newest.type, ", ".join(entities[:4]) or text[:80], text, sources, entities,
@@ -214,7 +216,8 @@ class Consolidator:
             )  # fmt: skip
             out.abstractions.append((memory, [r.id for r in group], newest.origin))
             out.texts[mid] = text
-            out.vectors[mid] = newest.vector  # the same statement: no new embedding
+            mean = np.mean([r.vector for r in group], axis=0)
+            out.vectors[mid] = mean / (float(np.linalg.norm(mean)) or 1.0)
 
     # -- applying ------------------------------------------------------------------
 
