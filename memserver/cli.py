@@ -282,20 +282,17 @@ def remember(
 
     if conversation is not None:
         notes = read_conversation(conversation, _scope(scopes), conversation.name)
-        results = _engine(root_opt, index_dir).memory_service().remember_many(notes)
-        summary = {
-            "turns": len(notes), "stored": sum(not r.duplicate for r in results),
-            "duplicates": sum(r.duplicate for r in results),
-            "redactions": sum(r.redactions for r in results),
-            "discarded": 0, "discard_rate": 0.0,  # every turn is kept
-            "turn_ids": [r.note_id for r in results],
-        }  # fmt: skip
+        summary = _engine(root_opt, index_dir).memory_service().remember_conversation(notes)
+        if summary["warning"]:
+            click.secho(f"warning: {summary['warning']}", fg="yellow", err=True)
         if as_json:
             _emit_json(summary)
         else:
-            click.echo(f"remembered {summary['stored']} of {summary['turns']} turns "
-                       f"({summary['duplicates']} already known, "
-                       f"{summary['redactions']} redactions)")  # fmt: skip
+            click.echo(
+                f"remembered {summary['stored']} of {summary['turns']} turns "
+                f"({summary['duplicates']} already known, {summary['discarded']} "
+                f"low-information turns dropped, {summary['redactions']} redactions)"
+            )
         return
     if text is None or text == "-":
         text = sys.stdin.read()

@@ -99,6 +99,9 @@ class MemorySettings:
     phone_region: str = "US"  # region for numbers written without a country code
     max_text_bytes: int = 262_144
     max_cited_chunks: int = 50  # chunks a note may cite through `paths` and symbols
+    # conversation turns scoring below this (novelty + divergence, 0-1) are not stored;
+    # set on LoCoMo DEV just below its lowest-scoring evidence turn (0.073)
+    turn_min_score: float = 0.07
 
 
 @dataclass(frozen=True)

@@ -63,22 +63,14 @@ def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
 
 
 def ingest(service: Any, conversation: Mapping[str, Any], scope: tuple[tuple[str, str], ...]
-           ) -> tuple[set[str], int]:  # fmt: skip
-    """Remember every turn; return the known dia_ids and how many turns were stored."""
+           ) -> tuple[set[str], dict[str, Any]]:  # fmt: skip
+    """Remember the turns (low-information ones are dropped by the write path's scoring);
+    return the known dia_ids and the ingest summary."""
     from memserver.memory.service import Note
 
-    known: set[str] = set()
-    batch: list[Any] = []
-    stored = 0
-    for dia_id, speaker, text, when in turns(conversation):
-        known.add(dia_id)
-        if batch and batch[-1].event_time != when:  # one commit per session
-            stored += len(service.remember_many(batch))
-            batch = []
-        batch.append(Note(text, event_time=when, scope=scope, turn_id=dia_id, speaker=speaker))
-    if batch:
-        stored += len(service.remember_many(batch))
-    return known, stored
+    notes = [Note(text, event_time=when, scope=scope, turn_id=dia_id, speaker=speaker)
+             for dia_id, speaker, text, when in turns(conversation)]  # fmt: skip
+    return {n.turn_id for n in notes}, service.remember_conversation(notes)
 
 
 def ask(recaller: Any, qa: Sequence[Mapping[str, Any]], scope: tuple[tuple[str, str], ...],
@@ -163,7 +155,7 @@ def run(dataset: Path, work: Path, *, make_engine: Callable[[Path, Path], Any],
     after: list[dict[str, Any]] = []
     memories = {"before": 0, "after": 0, "superseded": 0, "contradicted": 0}
     ingest_seconds = 0.0
-    turns_stored = 0
+    turns_stored = turns_seen = 0
     for n_conv, conv in enumerate(data):
         sample = str(conv.get("sample_id") or f"conversation-{n_conv}")
         root = work / sample
@@ -172,11 +164,14 @@ def run(dataset: Path, work: Path, *, make_engine: Callable[[Path, Path], Any],
         scope = (("session", sample),)
         log(f"{sample}: remembering turns")
         started = time.monotonic()
-        known, n = ingest(engine.memory_service(), conv["conversation"], scope)
+        known, summary = ingest(engine.memory_service(), conv["conversation"], scope)
         ingest_seconds += time.monotonic() - started
-        turns_stored += n
-        log(f"{sample}: {n} turns in {time.monotonic() - started:.0f} s; asking "
-            f"{len(conv['qa'])} questions")  # fmt: skip
+        turns_stored += summary["stored"]
+        turns_seen += summary["turns"]
+        if summary["warning"]:
+            log(f"{sample}: warning: {summary['warning']}")
+        log(f"{sample}: {summary['stored']} of {summary['turns']} turns kept in "
+            f"{time.monotonic() - started:.0f} s; asking {len(conv['qa'])} questions")  # fmt: skip
         recaller = engine.recaller(rerank=False)
         results += ask(recaller, conv["qa"], scope, known)
         if consolidate:
@@ -190,7 +185,8 @@ def run(dataset: Path, work: Path, *, make_engine: Callable[[Path, Path], Any],
     if consolidate:
         report["consolidated"] = {**score(after), "memories": memories}
     report.update(
-        conversations=len(data), turns=turns_stored, ingest_seconds=round(ingest_seconds, 1),
-        discard_rate=0.0,  # every turn is kept: conversation-window scoring is not applied here
+        conversations=len(data), turns=turns_seen, turns_stored=turns_stored,
+        ingest_seconds=round(ingest_seconds, 1),
+        discard_rate=1 - turns_stored / turns_seen if turns_seen else 0.0,
     )  # fmt: skip
     return report

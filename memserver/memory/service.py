@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from memserver.config import MemorySettings
 from memserver.core.errors import ConfigError
 from memserver.core.ids import chunk_id, content_hash, memory_id, normalise
@@ -214,6 +216,46 @@ class MemoryService:
                     actor=self.actor, reason="remember",
                 )  # fmt: skip
         return results
+
+    def remember_conversation(self, notes: Sequence[Note]) -> dict[str, Any]:
+        """Score the turns of one conversation (in order), drop the low-information ones,
+        remember the rest session by session; returns counts and the discard rate."""
+        from memserver.memory.salience import turn_scores
+
+        vectors = None
+        if self.embedder is not None and notes:
+            vectors = np.asarray(self.embedder.embed_documents([n.text for n in notes]),
+                                 dtype=np.float32)  # fmt: skip
+        scores = turn_scores([n.text for n in notes], vectors)
+        threshold = self.settings.turn_min_score
+        kept = [n for n, s in zip(notes, scores, strict=True) if s >= threshold]
+        results: list[RememberResult] = []
+        batch: list[Note] = []
+        for note in kept:  # one commit per session (notes of one event time)
+            if batch and batch[-1].event_time != note.event_time:
+                results += self.remember_many(batch)
+                batch = []
+            batch.append(note)
+        if batch:
+            results += self.remember_many(batch)
+        rate = 1 - len(kept) / len(notes) if notes else 0.0
+        warning = ""
+        if notes and not 0.05 <= rate <= 0.60:
+            warning = (
+                f"{rate:.1%} of the turns scored below [memory] turn_min_score = {threshold}: "
+                + ("most of the conversation was dropped; lower the threshold"
+                   if rate > 0.60 else "almost nothing was dropped; raise it to keep less "
+                   "small talk")
+            )  # fmt: skip
+        return {
+            "turns": len(notes), "stored": sum(not r.duplicate for r in results),
+            "duplicates": sum(r.duplicate for r in results), "discarded": len(notes) - len(kept),
+            "discard_rate": rate, "warning": warning,
+            "redactions": sum(r.redactions for r in results),
+            "turn_ids": [r.note_id for r in results],
+            "discarded_turns": [n.turn_id for n, s in zip(notes, scores, strict=True)
+                                if s < threshold],
+        }  # fmt: skip
 
     def _scrubbed(self, note: Note) -> tuple[Any, ...]:
         project = self.store.meta.project

@@ -118,7 +118,7 @@ def test_a_jsonl_conversation_is_remembered_from_the_command_line(tmp_path: Path
     first = CliRunner().invoke(main, args, env=env)
     again = CliRunner().invoke(main, args, env=env)
     assert first.exit_code == 0, first.output
-    out, repeat = json.loads(first.output), json.loads(again.output)
+    out, repeat = json.loads(first.stdout), json.loads(again.stdout)
     assert (out["turns"], out["stored"], out["redactions"]) == (2, 2, 1)
     assert (repeat["stored"], repeat["duplicates"]) == (0, 2)
     engine = Engine(root, None, env={})
@@ -130,3 +130,32 @@ def test_a_jsonl_conversation_is_remembered_from_the_command_line(tmp_path: Path
     broken = CliRunner().invoke(main, ["remember", "--root", str(root), "--conversation",
                                        str(bad)], env=env)  # fmt: skip
     assert broken.exit_code == 2 and "line 1" in broken.output
+
+
+def test_low_information_turns_are_scored_low_dropped_and_counted(tmp_path: Path) -> None:
+    from memserver.memory.salience import turn_scores
+
+    texts = [
+        "Ana: I adopted a greyhound called Pixel in Lisbon last spring.",
+        "Ben: Haha, nice!",
+        "Ben: Haha, nice!",
+        "Ben: My pottery teacher moved to Porto and opened a studio.",
+    ]
+    import numpy as np
+
+    from memserver.embed.hashing import HashingEmbedder
+
+    vectors = np.asarray(HashingEmbedder().embed_documents(texts), dtype=np.float32)
+    scores = turn_scores(texts, vectors)
+    assert scores[2] < 0.07 < min(scores[0], scores[3])  # a repeat brings nothing new
+    root = tmp_path / "empty"
+    root.mkdir()
+    svc = Engine(root, tmp_path / "idx", embedder_flag="hashing", env={}).memory_service()
+    notes = [Note(t, event_time=datetime(2024, 1, 1, tzinfo=UTC), turn_id=f"T{i}",
+                  scope=(("session", "s"),)) for i, t in enumerate(texts)]  # fmt: skip
+    out = svc.remember_conversation(notes)
+    assert out["discarded_turns"] == ["T2"] and out["stored"] == 3
+    assert out["discard_rate"] == 0.25 and out["warning"] == ""
+    chatter = [Note("Ben: Haha, nice!", turn_id=f"C{i}") for i in range(10)]
+    noisy = svc.remember_conversation(chatter)
+    assert noisy["discard_rate"] == 0.9 and "lower the threshold" in noisy["warning"]
