@@ -132,6 +132,8 @@ def print_recall(result: RecallResult) -> None:
     for ev in result.evidence:
         label = f"{ev.path}:{ev.start_line}-{ev.end_line}"
         extra = "" if ev.embedded else "  [yellow](not embedded yet: keyword match only)[/]"
+        if ev.stale:
+            extra += "  [yellow](changed since indexed: re-read it, or run memserver index)[/]"
         out.print(
             f"[bold cyan]{label}[/]  {ev.symbol or ev.kind}  "
             f"[dim]score {ev.score:.4f} via {'+'.join(ev.routes)}[/]{extra}"

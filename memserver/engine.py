@@ -207,7 +207,7 @@ class Engine:
         reranker = self.reranker()[0] if rerank else None
         return Recaller(
             store, self.query_embedder, self.settings.recall, tokens=self.tokens,
-            reranker=reranker, expander=self.expander(),
+            reranker=reranker, expander=self.expander(), root=self.root,
         )  # fmt: skip
 
     def memory_service(self, *, embedder: Embedder | None = None, store: Any = None) -> Any:

@@ -124,7 +124,7 @@ class Evidence:
     routes: tuple[str, ...] = ()
     embedded: bool = True
     memory_ids: tuple[str, ...] = ()
-    stale: bool = False  # a remembered note whose cited code changed since
+    stale: bool = False  # its file changed since indexing, or a note whose cited code did
 
     def to_dict(self) -> dict[str, Any]:
         return {

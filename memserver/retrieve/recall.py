@@ -7,13 +7,16 @@ order. No LLM call is made on this path.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memserver.config import RecallSettings
 from memserver.core.errors import ConfigError
+from memserver.core.ids import content_hash
 from memserver.core.protocols import Embedder, Reranker, TokenCounter
 from memserver.core.types import Chunk, Evidence, RecallResult
 from memserver.retrieve import arms
@@ -39,6 +42,7 @@ class Recaller:
         tokens: TokenCounter | None = None,
         reranker: Reranker | None = None,
         expander: Any = None,
+        root: Path | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -47,6 +51,7 @@ class Recaller:
         self.reranker = reranker
         self.expander = expander  # an LlmExpander, or None for the terminology table
         self.view = RecallView(store, with_memories=True)
+        self.root = root  # the project root, to tell when a returned file changed since
 
     def recall(
         self,
@@ -88,6 +93,7 @@ class Recaller:
         signals = self._signals(plan, evidence, firsts)
         conf = self._confidence(signals)
         packed = pack(evidence, budget, max_files or s.max_files, k)
+        packed = replace(packed, evidence=self._mark_changed(snap, packed.evidence))
         unembedded = int((~snap.embedded).sum()) if self.embedder is not None else 0
         result = RecallResult(
             query=query, found=conf >= s.gate_threshold if evidence else False,
@@ -171,6 +177,25 @@ class Recaller:
             )
         return out
 
+    def _mark_changed(self, snap: Snapshot, evidence: Sequence[Evidence]) -> tuple[Evidence, ...]:
+        """Evidence from a file that changed on disk since it was indexed gets `stale`.
+
+        One stat per file returned; the content is hashed only when size or mtime moved,
+        so a touched but unchanged file is not reported."""
+        if self.root is None:
+            return tuple(evidence)
+        changed: dict[str, bool] = {}
+        out = []
+        for e in evidence:
+            known = snap.files.get(e.path)
+            if known is None:  # a note or turn: its staleness comes from its memories
+                out.append(e)
+                continue
+            if e.path not in changed:
+                changed[e.path] = _changed(self.root / e.path, *known)
+            out.append(replace(e, stale=True) if changed[e.path] else e)
+        return tuple(out)
+
     def _rerank(self, query: str, evidence: list[Evidence]) -> list[Evidence]:
         assert self.reranker is not None
         n = self.settings.rerank_candidates
@@ -204,6 +229,16 @@ class Recaller:
         if self.embedder is None:  # BM25 only: lexical coverage is all there is
             return signals.coverage
         return confidence(signals, s.gate_weights, s.gate_bias)
+
+
+def _changed(path: Path, size: int, mtime_ns: int, digest: str) -> bool:
+    try:
+        st = path.stat()
+        if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
+            return False
+        return content_hash(path.read_bytes()) != digest
+    except OSError:  # deleted or unreadable since indexing
+        return True
 
 
 __all__ = ["Filters", "Recaller"]

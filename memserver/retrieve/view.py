@@ -36,6 +36,7 @@ class Snapshot:
     memory_row: dict[str, int] = field(default_factory=dict)
     memory_scope: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
     stale_rows: set[int] = field(default_factory=set)  # note chunks with a stale memory
+    files: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # path → size, mtime, hash
 
 
 def _index_names(chunks: list[Chunk]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
@@ -83,6 +84,8 @@ def load_snapshot(store: IndexStore, with_memories: bool) -> Snapshot:
         chunks=chunks, embedded=np.array([bool(r["embedded"]) for r in rows], dtype=bool),
         vectors=vectors, row=order, by_symbol=by_symbol, by_path=by_path,
         next_in_file=next_in_file,
+        files={p: (r.size, r.mtime_ns, r.content_hash)
+               for p, r in store.lance.manifest().items()},
     )  # fmt: skip
     if with_memories:
         mt = store.memories.active_table(with_vectors=True)

@@ -100,8 +100,9 @@ class EvidenceItem(BaseModel):
     memory_ids: list[str] = Field(description="Distilled notes that cite this span.")
     stale: bool = Field(
         default=False,
-        description="True for a remembered note whose cited code changed after it was "
-        "written: check what it says against the current code.",
+        description="True when the file changed on disk since it was indexed (the text may "
+        "be out of date: re-read the file), or for a remembered note whose cited code "
+        "changed after it was written (check it against the current code).",
     )
 
 

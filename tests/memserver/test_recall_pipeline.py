@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,22 @@ def test_pack_is_never_over_budget(indexed, query: str, budget: int, files: int,
     assert len({e.path for e in result.evidence}) <= files and len(result.evidence) <= k
     counter = indexed.tokens
     assert all(counter.count(e.text) == e.tokens for e in result.evidence)
+
+
+def test_evidence_from_a_file_changed_since_indexing_is_marked_stale(
+    sample_repo: Path, make_engine
+) -> None:
+    engine = make_engine(sample_repo)
+    engine.index()
+    recaller = engine.recaller()
+    query = "RetryPolicy delays backoff"
+    first = recaller.recall(query).evidence
+    assert first and first[0].path == "src/http_client.py" and not first[0].stale
+    target = sample_repo / "src/http_client.py"
+    os.utime(target, ns=(target.stat().st_atime_ns, target.stat().st_mtime_ns + 10**9))
+    assert not recaller.recall(query).evidence[0].stale  # touched, same content
+    target.write_text(target.read_text() + "\n# edited after indexing\n")
+    hits = recaller.recall(query).evidence
+    assert all(e.stale == (e.path == "src/http_client.py") for e in hits)
+    engine.index()
+    assert not any(e.stale for e in recaller.recall(query).evidence)
