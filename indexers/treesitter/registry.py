@@ -38,13 +38,24 @@ class Grammar:
 
 
 def query_text(stem: str) -> str:
-    """The query source shipped as package data in indexers/treesitter/queries/."""
-    return (
+    """The query source shipped as package data in indexers/treesitter/queries/.
+
+    A line `; inherits: a, b` appends those files' patterns (grammars that share
+    node types, like JavaScript and TypeScript, keep the shared patterns once)."""
+    text = (
         resources.files("indexers.treesitter")
         .joinpath("queries")
         .joinpath(f"{stem}.scm")
         .read_text("utf-8")
     )
+    parents = [
+        name.strip()
+        for line in text.splitlines()
+        if line.startswith("; inherits:")
+        for name in line.removeprefix("; inherits:").split(",")
+        if name.strip()
+    ]
+    return "\n".join([text, *(query_text(p) for p in parents)])
 
 
 @functools.cache

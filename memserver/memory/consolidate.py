@@ -32,7 +32,7 @@ from memserver.core.text import words
 from memserver.core.types import Memory
 from memserver.store.events import EventLog
 from memserver.store.index import IndexStore
-from memserver.store.lance import scope_pairs
+from memserver.store.lance import scope_pairs, vector_matrix
 
 __all__ = ["ConsolidationPlan", "Consolidator"]
 
@@ -144,9 +144,9 @@ class Consolidator:
         rows: list[_Row] = []
         for distiller in SOURCES:
             table = self.store.memories.consolidation_table(distiller)
-            if not self.store.meta.dim or "vector" not in table.column_names:
+            vecs = vector_matrix(table, self.store.meta.dim)
+            if vecs is None:
                 continue
-            vecs = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
             for i, r in enumerate(table.drop_columns(["vector"]).to_pylist()):
                 if not r["embedded"]:
                     continue

@@ -17,7 +17,7 @@ import numpy as np
 
 from memserver.core.types import Chunk
 from memserver.store.index import IndexStore
-from memserver.store.lance import chunk_from_row, scope_pairs
+from memserver.store.lance import chunk_from_row, scope_pairs, vector_matrix
 from memserver.store.statecache import fingerprint
 
 
@@ -53,13 +53,6 @@ def _index_names(chunks: list[Chunk]) -> tuple[dict[str, list[int]], dict[str, l
     return dict(by_symbol), dict(by_path)
 
 
-def _vectors(table: Any, n: int, dim: int) -> np.ndarray | None:
-    if not dim or "vector" not in table.column_names or n == 0:
-        return None
-    flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    return np.array(flat.reshape(n, dim), dtype=np.float32)  # a writable copy
-
-
 def load_snapshot(store: IndexStore, with_memories: bool) -> Snapshot:
     table = store.lance.current_table(with_vectors=True)
     rows = table.select([c for c in table.column_names if c != "vector"]).to_pylist()
@@ -67,7 +60,7 @@ def load_snapshot(store: IndexStore, with_memories: bool) -> Snapshot:
     order = {r["id"]: i for i, r in enumerate(rows)}
     chunks = [chunk_from_row(r) for r in rows]
     dim = store.meta.dim
-    vectors = _vectors(table, len(rows), dim)
+    vectors = vector_matrix(table, dim)
     if vectors is not None:  # reorder to the sorted rows
         ids = table.column("id").to_pylist()
         perm = np.empty(len(ids), dtype=np.int64)
@@ -99,7 +92,7 @@ def load_snapshot(store: IndexStore, with_memories: bool) -> Snapshot:
         for status, src in zip(mt.column("status").to_pylist(), sources, strict=True):
             if status == "stale" and src and src[0] in order:
                 snap.stale_rows.add(order[src[0]])
-        mv = _vectors(mt, len(mids), dim)
+        mv = vector_matrix(mt, dim)
         if mv is not None:
             mv[~np.array(embedded, dtype=bool)] = 0.0
         snap.memory_vectors = mv

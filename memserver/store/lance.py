@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from memserver.core.errors import StoreError
@@ -86,6 +87,16 @@ def scope_pairs(row: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
     return tuple((k, row[k]) for k in SCOPE_KEYS if row.get(k))
 
 
+def select(
+    table: Any, where: str, columns: Sequence[str], limit: int | None, action: str
+) -> list[dict[str, Any]]:
+    """Rows of `table` matching `where` (built with `sql_quote`), as dicts."""
+    try:
+        return list(table.search().where(where).select(list(columns)).limit(limit).to_list())
+    except Exception as exc:
+        raise store_error(action, exc) from exc
+
+
 def upsert(
     table: Any, rows: list[dict[str, Any]], dim: int,
     vectors: Mapping[str, Sequence[float]] | None, *, replace: bool, what: str,
@@ -105,6 +116,14 @@ def upsert(
         merge.execute(data)
     except Exception as exc:
         raise store_error(f"insert {len(rows)} {what}", exc) from exc
+
+
+def vector_matrix(table: pa.Table, dim: int) -> np.ndarray | None:
+    """The `vector` column of an Arrow table as a writable (rows, dim) float32 matrix."""
+    if not dim or "vector" not in table.column_names or table.num_rows == 0:
+        return None
+    flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return np.array(flat.reshape(table.num_rows, dim), dtype=np.float32)
 
 
 def chunk_from_row(row: dict[str, Any]) -> Chunk:
@@ -268,17 +287,7 @@ class LanceStore:
 
     def unembedded(self, limit: int) -> list[Chunk]:
         """Current chunks that still lack a vector (the resumable embedding phase)."""
-        try:
-            rows = (
-                self.chunks.search()
-                .where("embedded = false AND valid_to IS NULL")
-                .select(_CHUNK_COLUMNS)
-                .limit(limit)
-                .to_list()
-            )
-        except Exception as exc:
-            raise store_error("read chunks to embed", exc) from exc
-        return [chunk_from_row(r) for r in rows]
+        return self.find_chunks("embedded = false AND valid_to IS NULL", limit)
 
     def count_unembedded(self) -> int:
         return int(self.chunks.count_rows("embedded = false AND valid_to IS NULL"))
@@ -289,15 +298,9 @@ class LanceStore:
             where += f" AND origin = {sql_quote(origin)}"
         return int(self.chunks.count_rows(where))
 
-    def find_chunks(self, where: str) -> list[Chunk]:
+    def find_chunks(self, where: str, limit: int | None = None) -> list[Chunk]:
         """Chunks matching a filter built by the caller with `sql_quote`."""
-        try:
-            rows = (
-                self.chunks.search().where(where).select(list(_CHUNK_COLUMNS))
-                .limit(None).to_list()
-            )  # fmt: skip
-        except Exception as exc:
-            raise store_error("find chunks", exc) from exc
+        rows = select(self.chunks, where, _CHUNK_COLUMNS, limit, "find chunks")
         return [chunk_from_row(r) for r in rows]
 
     def erase_chunks(self, ids: Sequence[str]) -> None:

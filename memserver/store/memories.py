@@ -19,6 +19,7 @@ from memserver.store.lance import (
     _take,
     scope_pairs,
     scope_row,
+    select,
     sql_quote,
     store_error,
     upsert,
@@ -82,13 +83,9 @@ class MemoryRows:
     def of_origin(self, chunk_ids: Sequence[str]) -> list[Memory]:
         if not chunk_ids:
             return []
-        try:
-            rows = []
-            for batch in _batches(list(chunk_ids)):
-                rows += (self.table.search().where(_in("origin_chunk", batch))
-                         .select(_COLUMNS).limit(None).to_list())  # fmt: skip
-        except Exception as exc:
-            raise store_error("read memories", exc) from exc
+        rows = []
+        for batch in _batches(list(chunk_ids)):
+            rows += select(self.table, _in("origin_chunk", batch), _COLUMNS, None, "read memories")
         return [memory_from_row(r) for r in rows]
 
     def citing(self, chunk_ids: Sequence[str]) -> list[str]:
@@ -146,16 +143,8 @@ class MemoryRows:
             raise store_error(f"mark memories {status}", exc) from exc
 
     def unembedded(self, limit: int) -> list[Memory]:
-        try:
-            rows = (
-                self.table.search()
-                .where(f"embedded = false AND status = '{ACTIVE}'")
-                .select(_COLUMNS)
-                .limit(limit)
-                .to_list()
-            )
-        except Exception as exc:
-            raise store_error("read memories to embed", exc) from exc
+        where = f"embedded = false AND status = '{ACTIVE}'"
+        rows = select(self.table, where, _COLUMNS, limit, "read memories to embed")
         return [memory_from_row(r) for r in rows]
 
     def count_unembedded(self) -> int:
