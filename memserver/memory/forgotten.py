@@ -6,6 +6,7 @@ only: discovery reads it on every run, including the no-op fast path.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,14 @@ def forgotten_patterns(index_dir: Path) -> tuple[str, ...]:
     except (FileNotFoundError, NotADirectoryError):
         return ()
     return tuple(x for x in lines if x.strip() and not x.startswith("#"))
+
+
+def literal_pattern(path: str) -> str:
+    """A gitignore pattern matching exactly this root-relative path (`*`, `\\`, … literal)."""
+    escaped = re.sub(r"([\\*?\[\]!#])", r"\\\1", path)
+    if escaped.endswith(" "):
+        escaped = escaped[:-1] + "\\ "
+    return "/" + escaped
 
 
 def add_forgotten(index_dir: Path, patterns: Sequence[str]) -> None:

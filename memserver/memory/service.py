@@ -35,7 +35,7 @@ from memserver.core.types import MEMORY_TYPES, Chunk, Memory
 from memserver.ingest.pipeline import embed_text
 from memserver.memory.atomic import atomise, entities
 from memserver.memory.codeblocks import split_code
-from memserver.memory.forgotten import add_forgotten
+from memserver.memory.forgotten import add_forgotten, literal_pattern
 from memserver.memory.scrub import Scrubber
 from memserver.memory.timeexpr import resolve_relative
 from memserver.store.events import EventLog
@@ -479,16 +479,19 @@ class MemoryService:
         patterns are recorded so the next indexing run leaves those files out."""
         import pathspec
 
+        manifest = self.store.lance.manifest()
+        # an indexed path is taken as written, even when it holds glob characters or `\`
+        exact = {p.strip("/") for p in patterns} & set(manifest)
+        globs = [p for p in patterns if p.strip("/") not in exact]
         try:
-            spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+            spec = pathspec.GitIgnoreSpec.from_lines(globs)
         except Exception as exc:
             raise ConfigError(
-                f"invalid path {list(patterns)}: {exc}",
+                f"invalid path {globs}: {exc}",
                 hint="give a path relative to the project root, or a gitignore-style glob",
             ) from exc
-        manifest = self.store.lance.manifest()
-        matched = sorted(p for p in manifest if spec.match_file(p))
-        add_forgotten(self.store.dir, patterns)
+        matched = sorted(p for p in manifest if p in exact or spec.match_file(p))
+        add_forgotten(self.store.dir, [*map(literal_pattern, sorted(exact)), *globs])
         states = self.store.lance.chunk_states_of(
             [cid for p in matched for cid in manifest[p].chunk_ids]
         )

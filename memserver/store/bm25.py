@@ -9,6 +9,10 @@ reaches tantivy's query parser unescaped.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,7 @@ from typing import Any
 from memserver.core.errors import StoreError
 from memserver.core.text import analysed, words
 from memserver.core.types import Chunk, Memory
+from memserver.store.failures import READ_ONLY, failure_hint
 
 _HEAP = 64_000_000
 # fields searched, with boosts: the name (path + symbol) counts more than the body
@@ -29,7 +34,17 @@ STOP_WORDS = _STOP = frozenset(
 def _error(action: str, exc: BaseException) -> StoreError:
     return StoreError(
         f"tantivy failed to {action}: {type(exc).__name__}: {str(exc)[:300]}",
-        hint="run `memserver index` again; if it keeps failing, `memserver index --rebuild`",
+        hint=failure_hint(
+            exc, "run `memserver doctor --repair` (it rebuilds the keyword index from LanceDB)"
+        ),
+    )
+
+
+def _read_only(path: Path) -> bool:
+    """tantivy opens a lock file for writing even to read; it cannot here."""
+    locks = [path / n for n in (".tantivy-meta.lock", ".tantivy-writer.lock")]
+    return not os.access(path, os.W_OK) or any(
+        p.exists() and not os.access(p, os.W_OK) for p in locks
     )
 
 
@@ -56,17 +71,41 @@ class Bm25Index:
         builder.add_text_field("name", tokenizer_name="en_stem")
         builder.add_text_field("body", tokenizer_name="en_stem")
         schema = builder.build()
+        self._scratch: Path | None = None
         try:
             path.mkdir(parents=True, exist_ok=True)
-            self._index = tantivy.Index(schema, path=str(path), reuse=True)
+            if not (_read_only(path) and (path / "meta.json").exists()):
+                self._index = tantivy.Index(schema, path=str(path), reuse=True)
+            else:
+                self._index = self._open_read_only(schema, path)
         except Exception as exc:
             raise _error(f"open the keyword index in {path}", exc) from exc
         self._writer: Any = None
 
+    @property
+    def read_only(self) -> bool:
+        return self._scratch is not None
+
+    def _open_read_only(self, schema: Any, path: Path) -> Any:
+        """Read a read-only index through a scratch folder of links to its files, where
+        tantivy can put its lock files. It sees the index as it was when opened."""
+        scratch = self._scratch = Path(tempfile.mkdtemp(prefix="memserver-bm25-"))
+        weakref.finalize(self, shutil.rmtree, scratch, ignore_errors=True)
+        for entry in path.iterdir():
+            if not entry.name.startswith(".tantivy-"):
+                (scratch / entry.name).symlink_to(entry)
+        return self._tantivy.Index(schema, path=str(scratch), reuse=True)
+
     def _w(self) -> Any:
+        if self.read_only:
+            raise StoreError("the keyword index is read-only: cannot change it", hint=READ_ONLY)
         if self._writer is None:
             try:
                 self._writer = self._index.writer(heap_size=_HEAP, num_threads=1)
+                # a writer killed mid-commit leaves files the next commit may create again
+                # under the same name (`<segment>.<opstamp>.del`): tantivy then fails with
+                # FileAlreadyExists. Its own clean-up runs only after a commit; run it now.
+                self._writer.garbage_collect_files()
             except Exception as exc:
                 raise _error("open a writer", exc) from exc
         return self._writer

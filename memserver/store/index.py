@@ -29,6 +29,8 @@ def _now_iso() -> str:
 
 
 class IndexStore:
+    ann_min_rows = 0  # chunks from which an index run builds a vector index (0: never)
+
     def __init__(self, index_dir: Path, meta: IndexMeta) -> None:
         self.dir = index_dir
         self.meta = meta
@@ -184,6 +186,31 @@ class IndexStore:
             self.bm25.commit()
             fixed += len(extra) + len(missing)
         return fixed + self._reconcile_memories()
+
+    def desync(self) -> dict[str, int]:
+        """What `reconcile` would fix, counted without changing anything (for `doctor`)."""
+        states = self.lance.chunk_states()
+        files = self.lance.chunk_states(origin="file")
+        manifest = self.lance.manifest()
+        referenced = {cid for rec in manifest.values() for cid in rec.chunk_ids}
+        current = {c for c, cur in states.items() if cur}
+        stored = set(files)
+        closed = {c for c in referenced if files.get(c) is False}
+        redo = [r.chunk_ids for r in manifest.values() if not stored.issuperset(r.chunk_ids)]
+        want = referenced.difference(*redo) | (current - stored)
+        in_bm25 = self.bm25.all_ids("chunk")
+        stale, back, searchable = self._memory_plan()
+        memories_in_bm25 = self.bm25.all_ids("memory")
+        return {
+            "current chunks no manifest entry lists": len((current & stored) - referenced),
+            "closed chunks the manifest lists": len(closed),
+            "files whose chunk rows are gone": len(redo),
+            "keyword documents to drop": len(in_bm25 - want),
+            "keyword documents to add": len(want - in_bm25),
+            "memory statuses to correct": len(stale) + len(back),
+            "memory keyword documents to drop": len(memories_in_bm25 - searchable),
+            "memory keyword documents to add": len(searchable - memories_in_bm25),
+        }
 
     def _reconcile_memories(self) -> int:
         stale, back, searchable = self._memory_plan()

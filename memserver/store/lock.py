@@ -15,8 +15,10 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from memserver.core.errors import IndexLocked, StoreError
+from memserver.store.failures import failure_hint
 
 LOCK_FILE = "writer.lock"
 
@@ -34,7 +36,7 @@ class WriterLock:
         except OSError as exc:
             raise StoreError(
                 f"cannot open the writer lock {self.path}: {exc.strerror or exc}",
-                hint="check that the index directory is writable",
+                hint=failure_hint(exc, "check that the index directory is writable"),
             ) from exc
         deadline = time.monotonic() + self.timeout
         while True:
@@ -57,8 +59,11 @@ class WriterLock:
             "purpose": self.purpose,
             "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        try:  # who holds it is for messages only: a full disk must not fail the lock
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+        except OSError:
+            pass
         self._fd = fd
 
     @staticmethod
@@ -86,3 +91,32 @@ class WriterLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def flock_held(path: Path) -> bool:
+    """Whether a live process holds a flock on `path` (tantivy's lock files are flocks
+    too). Takes the lock for an instant at most, through a read-only descriptor."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def probe(index_dir: Path) -> tuple[bool, dict[str, Any]]:
+    """(whether a live process holds the writer lock, what the lock file says of its
+    last holder: pid, host, purpose, since)."""
+    path = index_dir / LOCK_FILE
+    try:
+        info = json.loads(path.read_bytes() or b"{}")
+    except (OSError, ValueError):
+        info = {}
+    return flock_held(path), info if isinstance(info, dict) else {}

@@ -51,12 +51,25 @@ class MemoryRows:
         self.table = table
         self.dim = dim
 
-    def states(self) -> dict[str, tuple[str, str]]:
-        """Every memory id → (status, origin chunk)."""
+    def _read(self, columns: list[str], wheres: Sequence[str | None], action: str) -> pa.Table:
         try:
-            t = self.table.search().select(["id", "status", "origin_chunk"]).limit(None).to_arrow()
+            parts = [
+                self.table.search().where(w).select(columns).limit(None).to_arrow()
+                if w else self.table.search().select(columns).limit(None).to_arrow()
+                for w in wheres
+            ]  # fmt: skip
         except Exception as exc:
-            raise store_error("read memory ids", exc) from exc
+            raise store_error(action, exc) from exc
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    def states(self, origins: Sequence[str] | None = None) -> dict[str, tuple[str, str]]:
+        """Every memory id → (status, origin chunk); only those of `origins` when given."""
+        wheres: list[str | None] = [None]
+        if origins is not None:
+            wheres = [_in("origin_chunk", b) for b in _batches(list(origins))] or []
+        if not wheres:
+            return {}
+        t = self._read(["id", "status", "origin_chunk"], wheres, "read memory ids")
         return {
             i: (s, o)
             for i, s, o in zip(
@@ -67,12 +80,19 @@ class MemoryRows:
             )
         }
 
-    def citations(self) -> dict[str, tuple[str, ...]]:
-        """Memories that cite chunks besides their origin (notes about code) → all sources."""
-        try:
-            t = self.table.search().select(["id", "source_ids"]).limit(None).to_arrow()
-        except Exception as exc:
-            raise store_error("read memory sources", exc) from exc
+    def citations(self, of: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:
+        """Memories that cite chunks besides their origin (notes about code) → all sources;
+        only those citing one of `of` when given."""
+        many = "array_length(source_ids) > 1"
+        wheres: list[str | None] = [many]
+        if of is not None:
+            wheres = [
+                f"{many} AND array_has_any(source_ids, [{', '.join(sql_quote(c) for c in b)}])"
+                for b in _batches(list(of))
+            ]  # fmt: skip
+        if not wheres:
+            return {}
+        t = self._read(["id", "source_ids"], wheres, "read memory sources")
         return {
             i: tuple(s)
             for i, s in zip(t.column("id").to_pylist(), t.column("source_ids").to_pylist(),
@@ -91,7 +111,7 @@ class MemoryRows:
     def citing(self, chunk_ids: Sequence[str]) -> list[str]:
         """Ids of memories whose sources include any of `chunk_ids`."""
         wanted = set(chunk_ids)
-        return [m for m, sources in self.citations().items() if wanted & set(sources)]
+        return [m for m, sources in self.citations(of=chunk_ids).items() if wanted & set(sources)]
 
     def erase(self, ids: Sequence[str]) -> None:
         """Blank a memory's text, key, entities and vector (forget with erasure)."""
@@ -196,11 +216,11 @@ class MemoryRows:
         except Exception as exc:
             raise store_error("mark memories superseded", exc) from exc
 
-    def active_table(self, with_vectors: bool) -> pa.Table:
+    def active_table(self, with_vectors: bool, columns: Sequence[str] | None = None) -> pa.Table:
         """Memories recall may show, as Arrow (id, sources, status, scope…[, vector]): the
         active ones and stale notes about code (shown marked stale)."""
-        columns = ["id", "type", "key", "text", "source_ids", "origin_chunk", "embedded",
-                   "status", "scope"]  # fmt: skip
+        columns = list(columns or ["id", "type", "key", "text", "source_ids", "origin_chunk",
+                                   "embedded", "status", "scope"])  # fmt: skip
         if with_vectors and self.dim:
             columns.append("vector")
         try:

@@ -2,69 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from memserver.engine import Engine
+from tests.e2e.crashkit import ENV, index_cmd, make_repo, snapshot
 
 pytestmark = pytest.mark.slow
-
-
-def make_repo(root: Path, files: int) -> Path:
-    rng = random.Random(7)
-    for i in range(files):
-        funcs = "\n\n".join(
-            f"def handler_{i}_{j}(value):\n"
-            f"    '''Handle case {j} of module {i}.'''\n"
-            f"    total = value * {rng.randint(2, 99)}\n"
-            f"    return total + {j}\n"
-            for j in range(rng.randint(2, 6))
-        )
-        path = root / f"pkg{i % 7}" / f"mod_{i}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"import os\n\n\n{funcs}\n")
-    return root
-
-
-def snapshot(root: Path, index_dir: Path) -> dict:
-    store = Engine(root, index_dir, env={}).open_store()
-    states = store.lance.chunk_states()
-    ids = store.lance.chunks.search().select(["id"]).limit(None).to_arrow().column("id")
-    assert len(ids) == len(set(ids.to_pylist())), "duplicate rows in LanceDB"
-    return {
-        "current": sorted(c for c, cur in states.items() if cur),
-        "bm25": sorted(store.bm25.all_ids()),
-        "memories": sorted(m for m, (s, _) in store.memories.states().items() if s == "active"),
-        "bm25_memories": sorted(store.bm25.all_ids("memory")),
-        "manifest": {p: sorted(r.chunk_ids) for p, r in store.lance.manifest().items()},
-        "unembedded": store.lance.count_unembedded(),
-        "dirty": store.dirty,
-    }
-
-
-def index_cmd(root: Path, index_dir: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "memserver",
-        "index",
-        str(root),
-        "--index-dir",
-        str(index_dir),
-        "--embedder",
-        "hashing",
-        "--json",
-    ]
-
-
-ENV = {**os.environ, "MEMSERVER_INDEX_BATCH_FILES": "8", "MEMSERVER_INDEX_EMBED_BATCH_CHUNKS": "40"}
 
 
 def test_kill_dash_nine_then_rerun_equals_a_clean_run(tmp_path: Path) -> None:
