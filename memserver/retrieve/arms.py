@@ -43,14 +43,14 @@ def memory_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
     """Memory rows the scope allows (None: all of them)."""
     if not filters.scope:
         return None
-    return np.array([_in_scope(s, filters.scope) for s in snap.memory_scope], dtype=bool)
+    return snap.memory_mask_by(lambda s: _in_scope(s, filters.scope))
 
 
 def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
     """Chunk rows the filters allow (None: all of them)."""
     if not filters:
         return None
-    mask = np.ones(len(snap.chunks), dtype=bool)
+    mask = np.ones(snap.size(), dtype=bool)
     if filters.paths:
         import pathspec
 
@@ -62,15 +62,15 @@ def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
                 hint="use gitignore-style globs relative to the root, "
                 "e.g. 'src/**/*.py' or 'docs/'",
             ) from exc
-        mask &= np.array([spec.match_file(c.path) for c in snap.chunks], dtype=bool)
+        mask &= snap.mask_by("path", spec.match_file)
     if filters.languages:
-        wanted = {x.lower() for x in filters.languages}
-        mask &= np.array([c.language in wanted for c in snap.chunks], dtype=bool)
+        langs = {x.lower() for x in filters.languages}
+        mask &= snap.mask_by("language", lambda v: v in langs)
     if filters.kinds:
-        wanted = {x.lower() for x in filters.kinds}
-        mask &= np.array([c.kind in wanted for c in snap.chunks], dtype=bool)
+        kinds = {x.lower() for x in filters.kinds}
+        mask &= snap.mask_by("kind", lambda v: v in kinds)
     if filters.scope:
-        mask &= np.array([_in_scope(c.scope, filters.scope) for c in snap.chunks], dtype=bool)
+        mask &= snap.mask_by("scope", lambda s: _in_scope(s, filters.scope))
     return mask
 
 
@@ -83,7 +83,37 @@ def _top(scores: np.ndarray, allowed: np.ndarray, k: int) -> list[int]:
     return [int(i) for i in idx[np.argsort(-scores[idx], kind="stable")]]
 
 
+def _ann_k(k: int, allowed: np.ndarray | None) -> int:
+    return k if allowed is None else k * 10  # a narrow filter may leave fewer than k
+
+
+def prefetch_dense(snap: Snapshot, qv: np.ndarray, masks: tuple[np.ndarray | None, ...], k: int,
+                   memories: bool) -> None:  # fmt: skip
+    """Start the lean view's chunk and memory searches side by side (no-op in memory)."""
+    if snap.ann is not None:
+        requests = [(_ann_k(k, masks[0]), False)]
+        if memories:
+            requests.append((_ann_k(3 * k, masks[1]), True))
+        snap.ann.prefetch(qv, requests)
+
+
+def _ann_rows(snap: Snapshot, qv: np.ndarray, allowed: np.ndarray | None, k: int,
+              memories: bool) -> tuple[list[int], list[float]]:  # fmt: skip
+    """The lean view's dense search: LanceDB's ANN, then the mask (asking for more when
+    the mask can drop hits)."""
+    hits = snap.ann.search(qv, _ann_k(k, allowed), memories)
+    rows, scores = [], []
+    for (_, score), row in zip(hits, snap.rows_of([h for h, _ in hits], memories), strict=True):
+        if row is not None and (allowed is None or allowed[row]):
+            rows.append(row)
+            scores.append(score)
+    return rows[:k], scores[:k]
+
+
 def dense_chunks(snap: Snapshot, qv: np.ndarray, mask: np.ndarray | None, k: int) -> Ranked:
+    if snap.ann is not None:
+        rows, scores = _ann_rows(snap, qv, mask, k, memories=False)
+        return [(snap.id_at(r), s) for r, s in zip(rows, scores, strict=True)]
     if snap.vectors is None:
         return []
     allowed = snap.embedded if mask is None else snap.embedded & mask
@@ -101,7 +131,7 @@ def _resolve(snap: Snapshot, memory_rows: Sequence[int], scores: Sequence[float]
             continue
         for row in snap.memory_source[m]:
             if mask is None or mask[row]:
-                cid = snap.chunks[row].id
+                cid = snap.id_at(row)
                 out.setdefault(cid, s)
                 via.setdefault(cid, set()).add(snap.memory_ids[m])
     return list(out.items())
@@ -111,6 +141,9 @@ def dense_memories(
     snap: Snapshot, qv: np.ndarray, mask: np.ndarray | None, k: int,
     via: dict[str, set[str]], mmask: np.ndarray | None = None,
 ) -> Ranked:  # fmt: skip
+    if snap.ann is not None:
+        mrows, mscores = _ann_rows(snap, qv, mmask, k * 3, memories=True)
+        return _resolve(snap, mrows, mscores, mask, via, mmask)[:k]
     if snap.memory_vectors is None or not snap.memory_ids:
         return []
     scores = snap.memory_vectors @ qv
@@ -123,13 +156,13 @@ def bm25_arm(bm25: Bm25Index, snap: Snapshot, route: Route, view: str,
              mask: np.ndarray | None, k: int, via: dict[str, set[str]],
              mmask: np.ndarray | None = None) -> Ranked:  # fmt: skip
     hits = bm25.search(route.terms, k * 5 if mask is not None else k, view=view)
+    found = snap.rows_of([h for h, _ in hits], memories=view == "memory")
     if view == "memory":
-        rows = [snap.memory_row[h] for h, _ in hits if h in snap.memory_row]
-        scores = [s for h, s in hits if h in snap.memory_row]
+        rows = [r for r in found if r is not None]
+        scores = [s for (_, s), r in zip(hits, found, strict=True) if r is not None]
         return _resolve(snap, rows, scores, mask, via, mmask)[:k]
-    out = [(cid, s) for cid, s in hits if cid in snap.row]
-    if mask is not None:
-        out = [(cid, s) for cid, s in out if mask[snap.row[cid]]]
+    out = [(cid, s) for (cid, s), r in zip(hits, found, strict=True)
+           if r is not None and (mask is None or mask[r])]  # fmt: skip
     return out[:k]
 
 
@@ -151,4 +184,4 @@ def exact_names(snap: Snapshot, plan: QueryPlan, mask: np.ndarray | None) -> Ran
         for i in snap.by_path.get(key, ()) or snap.by_path.get(key.rsplit("/", 1)[-1], ()):
             rows.setdefault(i, 0.5)
     ranked = sorted(rows.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [(snap.chunks[i].id, s) for i, s in ranked if mask is None or mask[i]][:50]
+    return [(snap.id_at(i), s) for i, s in ranked if mask is None or mask[i]][:50]

@@ -18,7 +18,7 @@ from memserver.config import RecallSettings
 from memserver.core.errors import ConfigError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Embedder, Reranker, TokenCounter
-from memserver.core.types import Chunk, Evidence, RecallResult
+from memserver.core.types import Evidence, RecallResult
 from memserver.retrieve import arms
 from memserver.retrieve.arms import Filters, Ranked
 from memserver.retrieve.fuse import Fused, rrf
@@ -50,7 +50,11 @@ class Recaller:
         self.tokens = tokens
         self.reranker = reranker
         self.expander = expander  # an LlmExpander, or None for the terminology table
-        self.view = RecallView(store, with_memories=True)
+        self.view = RecallView(
+            store, with_memories=True, ann_min_rows=settings.ann_min_rows,
+            nprobes=settings.ann_nprobes, refine=settings.ann_refine,
+            memory_refine=settings.ann_memory_refine,
+        )  # fmt: skip
         self.root = root  # the project root, to tell when a returned file changed since
 
     def recall(
@@ -116,12 +120,14 @@ class Recaller:
         weights: dict[str, float] = {}
         depth = plan.depth
         qvs: list[np.ndarray] = []
-        if self.embedder is not None and snap.vectors is not None:
+        if self.embedder is not None and (snap.vectors is not None or snap.ann is not None):
             # dense arms for the first routes only: MiniLM already maps synonyms close
             # together, and each extra route costs a model call (~6 ms on 2 cores)
             dense_routes = plan.routes[: max(1, self.settings.dense_routes)]
             vecs = self.embedder.embed_documents([r.text for r in dense_routes])
             qvs = [np.asarray(v, dtype=np.float32) for v in vecs]
+        for qv in qvs:  # the lean view starts its dense searches side by side
+            arms.prefetch_dense(snap, qv, masks, depth, include_memories)
         for i, route in enumerate(plan.routes):
             name = route.name
             ranked[f"{name}/bm25"] = arms.bm25_arm(self.store.bm25, snap, route, "chunk", mask,
@@ -151,11 +157,10 @@ class Recaller:
         self, snap: Snapshot, fused: list[Fused], via: dict[str, set[str]]
     ) -> list[Evidence]:
         out = []
-        for f in fused:
-            row = snap.row.get(f.id)
-            if row is None:
-                continue
-            c: Chunk = snap.chunks[row]
+        rows = snap.rows_of([f.id for f in fused])
+        found = [(f, row) for f, row in zip(fused, rows, strict=True) if row is not None]
+        chunks = snap.fetch([row for _, row in found])  # the lean view reads them by id
+        for (f, row), c in zip(found, chunks, strict=True):
             mids = via.get(c.id, set())
             out.append(
                 Evidence(

@@ -3,13 +3,15 @@
 Loaded once from LanceDB and reloaded only when the stores' fingerprint moves
 (a cheap directory listing), so a recall costs no table scans: dense search is
 one matrix product over unit vectors, filters are boolean masks, and evidence
-rows come from memory. Past `max_rows` the dense arms fall back to LanceDB.
+rows come from memory. From `[recall] ann_min_rows` current chunks on, the lean
+view of `retrieve.lean` is loaded instead (no texts or vectors in memory).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +39,29 @@ class Snapshot:
     memory_scope: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
     stale_rows: set[int] = field(default_factory=set)  # note chunks with a stale memory
     files: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # path → size, mtime, hash
+    ann: Any = None  # the lean view's ANN search (retrieve.lean); None: vectors are in memory
+
+    def id_at(self, row: int) -> str:
+        return self.chunks[row].id
+
+    def size(self) -> int:
+        return len(self.chunks)
+
+    def mask_by(self, column: str, keep: Callable[[Any], bool]) -> np.ndarray:
+        """Rows whose `column` value (path, language, kind, scope) passes `keep`."""
+        return np.array([keep(getattr(c, column)) for c in self.chunks], dtype=bool)
+
+    def memory_mask_by(self, keep: Callable[[Any], bool]) -> np.ndarray:
+        """Memory rows whose scope passes `keep`."""
+        return np.array([keep(s) for s in self.memory_scope], dtype=bool)
+
+    def fetch(self, rows: Sequence[int]) -> list[Chunk]:
+        return [self.chunks[r] for r in rows]
+
+    def rows_of(self, ids: Sequence[str], memories: bool = False) -> list[int | None]:
+        """Chunk (or memory) rows of many ids at once; None where an id is not current."""
+        rows = self.memory_row if memories else self.row
+        return [rows.get(i) for i in ids]
 
 
 def _index_names(chunks: list[Chunk]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
@@ -102,9 +127,14 @@ def load_snapshot(store: IndexStore, with_memories: bool) -> Snapshot:
 class RecallView:
     """The snapshot, reloaded when the stores change under it (thread-safe)."""
 
-    def __init__(self, store: IndexStore, with_memories: bool = True) -> None:
+    def __init__(
+        self, store: IndexStore, with_memories: bool = True, *, ann_min_rows: int = 0,
+        nprobes: int = 20, refine: int = 5, memory_refine: int = 5,
+    ) -> None:  # fmt: skip
         self.store = store
         self.with_memories = with_memories
+        self.ann_min_rows = ann_min_rows  # from this many current chunks on: the lean view
+        self.ann_settings = (nprobes, refine, memory_refine)
         self._lock = threading.Lock()
         self._print: Any = None
         self._snap: Snapshot | None = None
@@ -114,6 +144,14 @@ class RecallView:
         with self._lock:
             if self._snap is None or stores is None or stores != self._print:
                 self.store.bm25.refresh()
-                self._snap = load_snapshot(self.store, self.with_memories)
+                self._snap = self._load()
                 self._print = stores
             return self._snap
+
+    def _load(self) -> Snapshot:
+        if self.ann_min_rows > 0 and self.store.lance.count_current() >= self.ann_min_rows:
+            from memserver.retrieve.lean import Ann, load_lean
+
+            ann = Ann(self.store, *self.ann_settings)
+            return load_lean(self.store, self.with_memories, ann)
+        return load_snapshot(self.store, self.with_memories)

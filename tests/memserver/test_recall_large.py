@@ -1,0 +1,138 @@
+"""The large-index path: an ANN index built by `index`, recall through the lean view.
+
+A tiny `ann_min_rows` turns it on for a small hashing-embedded repository; the
+in-memory path over the same index is the reference.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memserver.retrieve.arms import Filters
+from memserver.retrieve.lean import LeanSnapshot
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "polyglot"
+TOPICS = [
+    ("invoice", "tax", "ledger"), ("socket", "timeout", "retry"), ("pixel", "shader", "canvas"),
+    ("queue", "worker", "backoff"), ("token", "session", "expiry"), ("parser", "grammar", "ast"),
+    ("cache", "eviction", "ttl"), ("cipher", "nonce", "digest"), ("schedule", "cron", "jitter"),
+    ("upload", "chunked", "resume"),
+]  # fmt: skip
+QUERIES = [
+    "compute the invoice tax for a ledger entry", "retry a socket after a timeout",
+    "evict expired cache entries by ttl", "parse the grammar into an ast",
+    "resume a chunked upload", "RetryPolicy.delays",
+]  # fmt: skip
+
+
+WORDS = ["amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo",
+         "juniper", "kestrel", "lumen", "mosaic"]  # fmt: skip
+
+
+def _module(topic: tuple[str, str, str], n: int, copy: int) -> str:
+    """Three functions on one topic. Words and lengths that differ from function to
+    function keep their scores from tying: the two paths may order exact ties differently."""
+    a, b, c = topic
+    return "\n\n".join(
+        f"def {a}_{b}_{WORDS[(3 * copy + i) % 13]}(value):\n"
+        f'    """Handle the {a} {b} with {c}, {WORDS[(n + 5 * i + copy) % 13]} way'
+        f'{" again" * ((3 * copy + i + n) % 7)}."""\n'
+        f"    {c}_{WORDS[(n + copy) % 13]} = value * {i + n}\n"
+        f"    return {c}_{WORDS[(n + copy) % 13]} + len('{a} {b} {c}')\n"
+        for i in range(3)
+    )
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.conftest import SAMPLE, write_tree
+
+    root = write_tree(tmp_path_factory.mktemp("large"), SAMPLE)
+    shutil.copytree(FIXTURES, root / "polyglot")
+    for n, topic in enumerate(TOPICS):
+        for copy in range(4):
+            (root / f"pkg{copy}" / f"{topic[0]}.py").parent.mkdir(exist_ok=True)
+            (root / f"pkg{copy}" / f"{topic[0]}.py").write_text(_module(topic, n, copy))
+    return root
+
+
+@pytest.fixture(scope="module")
+def engines(repo: Path):
+    from memserver.engine import Engine
+
+    large = Engine(repo, None, embedder_flag="hashing", env={},
+                   overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+    large.index()
+    small = Engine(repo, None, embedder_flag="hashing", env={})
+    return small, large
+
+
+def test_index_run_builds_the_vector_index(engines) -> None:
+    _, large = engines
+    store = large.open_store()
+    assert store.lance.count_current() >= 50
+    assert store.lance.vector_index_rows() >= 50
+    assert isinstance(large.recaller().view.get(), LeanSnapshot)
+    assert not isinstance(engines[0].recaller().view.get(), LeanSnapshot)
+
+
+def _overlap(got, want, n: int) -> float:
+    return len({e.id for e in got[:n]} & {e.id for e in want[:n]}) / max(1, len(want[:n]))
+
+
+def test_lean_recall_matches_the_in_memory_path(engines) -> None:
+    """Same evidence, up to the order of exact ties: the hashing embedder gives equal
+    scores to same-shaped functions, and the two dense searches order ties differently,
+    which can move a fused rank by one."""
+    small, large = (e.recaller(rerank=False) for e in engines)
+    for query in QUERIES:
+        want = small.recall(query, rerank=False)
+        got = large.recall(query, rerank=False)
+        assert got.evidence[0].score == pytest.approx(want.evidence[0].score, rel=0.02), query
+        assert _overlap(got.evidence, want.evidence, 5) >= 0.8, query
+        assert _overlap(got.evidence, want.evidence, 10) >= 0.8, query
+        assert got.found == want.found and got.confidence == pytest.approx(want.confidence, 0.05)
+        texts = {e.id: e.text for e in want.evidence}
+        assert all(e.text == texts[e.id] for e in got.evidence if e.id in texts)
+
+
+def test_lean_dense_arm_agrees_with_exact_search(engines) -> None:
+    import numpy as np
+
+    from memserver.retrieve import arms
+
+    small, large = (e.recaller(rerank=False) for e in engines)
+    for query in QUERIES:
+        qv = np.asarray(small.embedder.embed_documents([query])[0], dtype=np.float32)
+        exact = arms.dense_chunks(small.view.get(), qv, None, 10)
+        ann = arms.dense_chunks(large.view.get(), qv, None, 10)
+        assert [s for _, s in ann] == pytest.approx([s for _, s in exact], abs=1e-5)
+        tenth = exact[-1][1]  # everything above the last score is the same set; ties at it vary
+        above = {c for c, s in exact if s > tenth + 1e-5}
+        assert above <= {c for c, _ in ann}
+
+
+def _lines(evidence) -> set[tuple[str, int]]:
+    return {(e.path, n) for e in evidence for n in range(e.start_line, e.end_line + 1)}
+
+
+def test_lean_filters_and_merging(engines) -> None:
+    """Filters hold on the lean path too (its dense arm filters the ANN's hits, asking for
+    ten times as many); the evidence is the same file first and mostly the same lines."""
+    small, large = (e.recaller(rerank=False) for e in engines)
+    cases = [("report store items by units", Filters(languages=("go",)),
+              lambda e: e.path.endswith(".go")),
+             ("socket timeout retry", Filters(paths=("pkg1/",)),
+              lambda e: e.path.startswith("pkg1/")),
+             ("socket timeout retry", Filters(kinds=("function",)),
+              lambda e: e.kind == "function")]  # fmt: skip
+    for query, filters, ok in cases:
+        want = small.recall(query, filters=filters, rerank=False).evidence
+        got = large.recall(query, filters=filters, rerank=False).evidence
+        assert got and all(ok(e) for e in got)
+        assert got[0].path == want[0].path, query
+        # the tail is weak, near-tied dense matches: a fused rank moves by one now and then
+        assert len(_lines(got) & _lines(want)) >= 0.5 * len(_lines(want)), query
