@@ -226,6 +226,9 @@ _LOCK_FILES = frozenset(  # besides any "*.lock"
     "package-lock.json npm-shrinkwrap.json pnpm-lock.yaml bun.lockb go.sum packages.lock.json"
     " yarn.lock poetry.lock pipfile.lock uv.lock cargo.lock gemfile.lock composer.lock".split()
 )
+# swap, backup and save-by-rename files of vim, emacs, JetBrains IDEs and others
+_HASHED = re.compile(r"#.+#$")  # emacs auto-save
+_EDITOR_TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", "___jb_tmp___", "___jb_old___")
 _MINIFIED_SUFFIXES = (".min.js", ".min.css", ".min.mjs")
 _GENERATED_SUFFIXES = (".map", "_pb2.py", "_pb2.pyi", "_pb2_grpc.py", ".pb.go", ".pb.gw.go")
 _BINARY_EXTENSIONS = frozenset(
@@ -286,6 +289,8 @@ def file_reason(rel: str) -> str | None:
     secret = _secret_file(name, parts[-2] if len(parts) > 1 else "")
     if secret is not None:
         return secret
+    if name.endswith(_EDITOR_TEMP_SUFFIXES) or name.startswith(".#") or _HASHED.match(name):
+        return "editor temporary file"
     if name in _LOCK_FILES or name.endswith(".lock"):
         return "lock file"
     if name.endswith(_MINIFIED_SUFFIXES):

@@ -38,7 +38,7 @@ from indexers.ignore import (
 )
 from indexers.languages import detect_language, shebang_language
 from memserver.core.errors import PathError
-from memserver.core.types import Skip, SourceFile, WalkOptions, WalkResult
+from memserver.core.types import PathSet, Skip, SourceFile, WalkOptions, WalkResult
 
 __all__ = ["walk"]
 
@@ -65,11 +65,14 @@ def walk(
     options: WalkOptions = _DEFAULTS,
     *,
     ignore_dirs: Sequence[str] = (),
+    only: PathSet | None = None,
 ) -> WalkResult:
     """The files to index under `root`, and the ones left out with a reason, sorted by path.
 
     `ignore_dirs` are folders to leave out (absolute, or relative to the root), such as an index
-    directory placed inside the project.
+    directory placed inside the project. `only` limits the walk to some files and folders (the
+    watcher's changed paths): folders above them are listed for their ignore files, and nothing
+    else is looked at, so the answer for those paths is the one a whole walk would give.
     """
     root_abs = os.path.abspath(os.fspath(root))
     if not os.path.exists(root_abs):
@@ -79,7 +82,7 @@ def walk(
             f"project root is not a directory: {root}",
             hint="pass the project folder, not a file inside it",
         )
-    walker = _Walker(root_abs, options, ignore_dirs)
+    walker = _Walker(root_abs, options, ignore_dirs, only)
     walker.run()
     return walker.result()
 
@@ -116,8 +119,15 @@ class _Candidate:
 
 
 class _Walker:
-    def __init__(self, root_abs: str, options: WalkOptions, ignore_dirs: Sequence[str]) -> None:
+    def __init__(
+        self,
+        root_abs: str,
+        options: WalkOptions,
+        ignore_dirs: Sequence[str],
+        only: PathSet | None = None,
+    ) -> None:
         self.root_abs = root_abs
+        self.only = only
         self.root_real = os.path.realpath(root_abs)
         self.options = options
         self.config = config_layer(options.exclude)
@@ -176,6 +186,8 @@ class _Walker:
         layer = load_layer(folder.abs, folder.rel, names)
         if layer is not None:
             folder = _Folder(folder.abs, folder.rel, (layer, *folder.layers), folder.ancestors)
+        if self.only is not None and folder.rel[:-1] not in self.only:
+            entries = [e for e in entries if self._on_the_way(folder.rel + e.name)]
         subfolders = []
         for entry in entries:
             try:
@@ -192,6 +204,11 @@ class _Walker:
             else:
                 self._file_entry(entry, folder)
         return subfolders
+
+    def _on_the_way(self, rel: str) -> bool:
+        """With `only`: is the entry `rel` one of its paths, under one, or above one?"""
+        assert self.only is not None
+        return rel in self.only or self.only.leads_to(rel)
 
     def _ignored(self, rel: str, is_dir: bool, folder: _Folder) -> str | None:
         if self.config is not None:

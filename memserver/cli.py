@@ -107,6 +107,11 @@ def main() -> None:
     is_flag=True,
     help="Store chunks (BM25-searchable) and leave embedding for a later run.",
 )
+@click.option(
+    "--ci", is_flag=True,
+    help="For CI pre-indexing: no stat cache, no progress bar, JSON output, and compacted "
+    "tables without old versions (ready for `memserver export`).",
+)  # fmt: skip
 @handle_errors
 def index(
     path: str | None,
@@ -117,8 +122,10 @@ def index(
     rebuild: bool,
     embedder: str | None,
     no_embed: bool,
+    ci: bool,
 ) -> None:
     """Index the project at PATH (default: current directory) incrementally."""
+    as_json = as_json or ci
     engine = _engine(path or root_opt, index_dir, embedder)
     if dry_run:
         from memserver.cli_format import dry_run_summary, print_dry_run
@@ -129,8 +136,62 @@ def index(
     from memserver.cli_format import RichProgress, print_index_report
 
     progress = RichProgress() if _is_tty() and not as_json else None
-    report = engine.index(rebuild=rebuild, embed=not no_embed, progress=progress)
+    report = engine.index(rebuild=rebuild, embed=not no_embed, progress=progress, ci=ci)
     _emit_json(report.to_dict()) if as_json else print_index_report(report)
+
+
+# -- export / import ------------------------------------------------------------
+
+
+@main.command()
+@index_options
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Artifact file to write, e.g. index.tar.zst.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def export(root_opt: str | None, index_dir: str | None, out: str, as_json: bool) -> None:
+    """Write the index as a portable artifact (zstd tar) for another checkout.
+
+    It holds the index and what built it: project, git commit, embedder. Build it with
+    `memserver index --ci` for a small, compacted artifact.
+    """
+    result = _engine(root_opt, index_dir).export(out)
+    if as_json:
+        _emit_json(result)
+        return
+    a = result["artifact"]
+    click.echo(f"exported {a['files']} files, {a['chunks']} chunks ({a['embedder']}, commit "
+               f"{a['git_commit'][:12] or 'none'}) to {result['path']}: "
+               f"{result['bytes'] / 1e6:.1f} MB in {result['seconds']:.1f}s")  # fmt: skip
+
+
+@main.command(name="import")
+@click.argument("archive", type=click.Path(exists=True, dir_okay=False))
+@index_options
+@click.option(
+    "--embedder", default=None,
+    help="This checkout's embedder (default: config); must match the artifact's.",
+)  # fmt: skip
+@click.option("--force", is_flag=True, help="Replace an existing index.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder: str | None,
+            force: bool, as_json: bool) -> None:  # fmt: skip
+    """Restore an artifact from `memserver export` as this checkout's index.
+
+    Refuses another schema or embedder, and an existing index unless --force. Then run
+    `memserver index` to process only what differs from the artifact's commit.
+    """
+    result = _engine(root_opt, index_dir, embedder).import_artifact(archive, force=force)
+    if as_json:
+        _emit_json(result)
+        return
+    a = result["artifact"]
+    click.echo(f"imported {a['files']} files, {a['chunks']} chunks of {a['project']} (commit "
+               f"{a['git_commit'][:12] or 'none'}) into {result['index_dir']} in "
+               f"{result['seconds']:.1f}s")  # fmt: skip
+    for note in result["notes"]:
+        click.echo(f"  {note}")
 
 
 # -- recall ---------------------------------------------------------------------
@@ -383,6 +444,67 @@ def status(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
         from memserver.cli_format import print_status
 
         print_status(info)
+
+
+@main.command()
+@index_options
+@click.option("--repair", is_flag=True, help="Fix what can be fixed (takes the writer lock).")
+@click.option("--embedder", default=None, help="Check against this embedder (the index's).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def doctor(root_opt: str | None, index_dir: str | None, repair: bool, embedder: str | None,
+           as_json: bool) -> None:  # fmt: skip
+    """Check the index: metadata, tables, keyword index, locks, crash marker, sync.
+
+    Exit 0 when healthy (or repaired), 6 when problems remain.
+    """
+    report = _engine(root_opt, index_dir, embedder).doctor(repair=repair)
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        for c in report.checks:
+            mark = "fixed" if c.fixed and not c.ok else ("ok" if c.ok else "PROBLEM")
+            click.echo(f"{mark:>7}  {c.check:<14} {c.detail}")
+        verdict = "healthy" if report.healthy else "problems remain"
+        hint = "" if report.healthy or repair else ": run `memserver doctor --repair`"
+        click.echo(f"{verdict}{hint}", err=not report.healthy)
+    sys.exit(report.exit_code)
+
+
+# -- watch ----------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path())
+@index_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per batch.")
+@handle_errors
+def watch(path: str | None, root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
+    """Keep the index of PATH (default: current directory) fresh as files change.
+
+    Catches up with the tree first, then indexes each burst of changes as one batch.
+    Stop with Ctrl-C (the batch in progress finishes first).
+    """
+    import logging
+    import threading
+
+    from memserver.ingest.live import start_watching
+
+    engine = _engine(path or root_opt, index_dir)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+
+    def emit(report: Any) -> None:
+        _emit_json(report.to_dict())
+        sys.stdout.flush()
+
+    watcher, _ = start_watching(engine, on_report=emit if as_json else None)
+    click.echo(f"watching {engine.root} (index: {engine.index_dir}); Ctrl-C stops", err=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        click.echo("stopping: finishing the batch in progress", err=True)
+    finally:
+        watcher.stop()
 
 
 # -- serve ----------------------------------------------------------------------

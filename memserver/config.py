@@ -69,6 +69,10 @@ class RecallSettings:
     gate_weights: tuple[float, ...] = (18.4196, 14.5424, 3.9074, 1.2029, -5.2954)
     gate_bias: float = -16.1027
     gate_threshold: float = 0.6305
+    ann_min_rows: int = 20_000  # from this many chunks on: ANN index, lean recall view
+    ann_nprobes: int = 80
+    ann_refine: int = 20
+    ann_memory_refine: int = 5
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,16 @@ class MemorySettings:
 
 
 @dataclass(frozen=True)
+class WatchSettings:
+    debounce_ms: int = 150  # a batch starts once the tree has been quiet this long...
+    max_delay_ms: int = 1000  # ...or its oldest change has waited this long
+    max_batch_paths: int = 2000  # more changed paths than this: walk the whole tree
+    housekeep_after_commits: int = 50  # compact after this many changing batches...
+    housekeep_idle_seconds: float = 30.0  # ...or once quiet this long after any
+    keep_versions_minutes: float = 10.0  # table versions younger than this survive
+
+
+@dataclass(frozen=True)
 class ProjectSettings:
     name: str = ""  # "": the root folder's name
 
@@ -119,6 +133,7 @@ class Settings:
     rerank: RerankSettings = field(default_factory=RerankSettings)
     llm: LlmSettings = field(default_factory=LlmSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    watch: WatchSettings = field(default_factory=WatchSettings)
     attribution: AttributionSettings = field(default_factory=AttributionSettings)
 
 

@@ -14,7 +14,7 @@ from memserver.config import Settings, load_settings
 from memserver.core.errors import PathError, StoreError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Embedder, Progress
-from memserver.core.types import IndexReport, WalkResult
+from memserver.core.types import IndexReport, PathSet, WalkResult
 from memserver.embed import embedder_identity, make_embedder
 from memserver.store import statecache
 from memserver.store.meta import read_meta
@@ -53,7 +53,8 @@ class Engine:
             settings = dataclasses.replace(
                 settings, embedding=dataclasses.replace(settings.embedding, model=embedder_flag)
             )
-        elif meta is not None:  # an existing index keeps the embedder that built it
+        self.configured_embedding = settings.embedding  # flag or config, not the index's
+        if not embedder_flag and meta is not None:  # an index keeps the embedder that built it
             settings = dataclasses.replace(
                 settings, embedding=dataclasses.replace(settings.embedding, model=meta.embedder)
             )
@@ -79,7 +80,8 @@ class Engine:
     def embedder_identity(self) -> tuple[str, int]:
         return embedder_identity(self.settings.embedding)
 
-    def walk(self) -> WalkResult:
+    def walk(self, only: PathSet | None = None) -> WalkResult:
+        """The files to index; with `only`, just those paths (and what is under them)."""
         from indexers.walk import walk
         from memserver.memory.forgotten import forgotten_patterns
 
@@ -88,7 +90,7 @@ class Engine:
         forgotten = forgotten_patterns(self.index_dir)
         if forgotten:
             options = dataclasses.replace(options, exclude=(*options.exclude, *forgotten))
-        return walk(self.root, options, ignore_dirs=inside)
+        return walk(self.root, options, ignore_dirs=inside, only=only)
 
     def chunker(self) -> Any:
         from indexers.chunking import FileChunker
@@ -136,7 +138,7 @@ class Engine:
         name, dim = self.embedder_identity()
         return IndexStore.open(self.index_dir, name, dim)
 
-    def _writable_store(self, rebuild: bool) -> Any:
+    def writable_store(self, rebuild: bool) -> Any:
         from memserver.ingest.git import exclude_from_git
         from memserver.store.index import IndexStore
         from memserver.tokens import TiktokenCounter
@@ -150,15 +152,18 @@ class Engine:
             self.index_dir, name, dim, self.project, str(self.root), TiktokenCounter.name
         )
         exclude_from_git(self.root, self.index_dir)
+        store.ann_min_rows = self.settings.recall.ann_min_rows
         return store
 
     # -- commands ----------------------------------------------------------------
 
     def index(
-        self, *, rebuild: bool = False, embed: bool = True, progress: Progress | None = None
-    ) -> IndexReport:
+        self, *, rebuild: bool = False, embed: bool = True, progress: Progress | None = None,
+        ci: bool = False,
+    ) -> IndexReport:  # fmt: skip
+        """Index the tree incrementally. `ci`: no stat cache; compact the tables and drop
+        their old versions at the end, so the index is small and ready to export."""
         from memserver.ingest.git import head
-        from memserver.ingest.pipeline import Indexer
 
         report = IndexReport(root=str(self.root), index_dir=str(self.index_dir))
         walked = self.walk()
@@ -174,7 +179,7 @@ class Engine:
         git = head(self.root)
         name, dim = self.embedder_identity()
         key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}"
-        saved = None if rebuild else statecache.unchanged(self.index_dir, key, walked.files)
+        saved = None if rebuild or ci else statecache.unchanged(self.index_dir, key, walked.files)
         if saved and saved.get("chunks_unembedded") == 0:
             report.files_unchanged = len(walked.files)
             report.chunks_total = int(saved.get("chunks_total", 0))
@@ -182,23 +187,29 @@ class Engine:
             report.seconds = report.seconds_to_search = time.monotonic() - started
             return report
         statecache.forget(self.index_dir)
-        store = self._writable_store(rebuild)
+        store = self.writable_store(rebuild)
         report.embedder = store.meta.embedder
         with store.lock(self.settings.index.lock_timeout_seconds):
-            indexer = Indexer(
-                store,
-                self.chunker(),
-                self.embedder,
-                batch_files=self.settings.index.batch_files,
-                embed_batch=self.settings.index.embed_batch_chunks,
-                progress=progress,
-                git=git,
-                chunker_id=self.chunker_id(),
-                distiller=self.distiller(),
-            )
+            indexer = self.indexer(store, progress=progress, git=git)
             indexer.run(walked.files, report, embed=embed)
-            statecache.save(self.index_dir, key, walked.files, report.to_dict())
+            if ci:
+                store.lance.vacuum()
+            else:
+                statecache.save(self.index_dir, key, walked.files, report.to_dict())
         return report
+
+    def indexer(
+        self, store: Any, *, progress: Progress | None = None, git: tuple[str, str] = ("", "")
+    ) -> Any:
+        from memserver.ingest.pipeline import Indexer
+
+        return Indexer(
+            store, self.chunker(), self.embedder,
+            batch_files=self.settings.index.batch_files,
+            embed_batch=self.settings.index.embed_batch_chunks,
+            progress=progress, git=git, chunker_id=self.chunker_id(),
+            distiller=self.distiller(),
+        )  # fmt: skip
 
     def recaller(self, *, rerank: bool = True) -> Any:
         from memserver.retrieve.recall import Recaller
@@ -215,7 +226,7 @@ class Engine:
         from memserver.memory.service import MemoryService
 
         return MemoryService(
-            store or self._writable_store(rebuild=False),
+            store or self.writable_store(rebuild=False),
             embedder if embedder is not None else self.query_embedder,
             self.tokens, self.settings.memory,
             lock_timeout=self.settings.index.lock_timeout_seconds,
@@ -250,6 +261,49 @@ class Engine:
         llm = llm_from_settings(self.settings.llm, os.environ)
         return LlmExpander(llm) if llm is not None else None
 
+    def export(self, out: str | Path) -> dict[str, Any]:
+        """Write the index as a portable artifact (see memserver.store.artifact)."""
+        from memserver.store.artifact import export_index
+
+        name, dim = self.embedder_identity()
+        result = export_index(self.index_dir, Path(out), embedder=name, dim=dim,
+                              lock_timeout=self.settings.index.lock_timeout_seconds)  # fmt: skip
+        return result.to_dict()
+
+    def import_artifact(self, archive: str | Path, *, force: bool = False) -> dict[str, Any]:
+        """Restore an artifact as this checkout's index; notes say what `index` will redo."""
+        from memserver.ingest.git import exclude_from_git, head
+        from memserver.store.artifact import import_index
+
+        name, dim = embedder_identity(self.configured_embedding)
+        result = import_index(
+            Path(archive), self.index_dir, root=self.root, embedder=name, dim=dim, force=force,
+            lock_timeout=self.settings.index.lock_timeout_seconds,
+        )  # fmt: skip
+        exclude_from_git(self.root, self.index_dir)
+        built, commit = result.artifact, head(self.root)[0]
+        notes = []
+        if commit and built.git_commit and commit != built.git_commit:
+            notes.append(f"HEAD is {commit[:12]}, the artifact was built at "
+                         f"{built.git_commit[:12]}: `memserver index` redoes only the files "
+                         "that differ")  # fmt: skip
+        if built.chunker != self.chunker_id():
+            notes.append(f"the artifact was chunked by {built.chunker}, this checkout uses "
+                         f"{self.chunker_id()}: `memserver index` cuts every file again "
+                         "(chunks that come out the same keep their vectors)")  # fmt: skip
+        return {**result.to_dict(), "notes": notes}
+
+    def doctor(self, *, repair: bool = False) -> Any:
+        """Check the index (and with `repair` fix what can be fixed): a DoctorReport."""
+        from memserver.store.doctor import Doctor
+
+        name, dim = self.embedder_identity()
+        doctor = Doctor(
+            self.index_dir, name, dim, lock_timeout=self.settings.index.lock_timeout_seconds,
+            configured=embedder_identity(self.configured_embedding),
+        )  # fmt: skip
+        return doctor.run(repair=repair)
+
     def status(self) -> dict[str, Any]:
         from memserver.ingest.git import head
 
@@ -282,7 +336,7 @@ class Engine:
             "turns": store.lance.count_current(origin="turn"),
             "stale_memories": store.memories.count("stale"),
             "forgotten_memories": store.memories.count("forgotten"),
-            "watcher": "off",  # `memserver serve` does not watch files yet
+            "watcher": {"state": "off"},  # a server started with --watch says "on"
             "reranker": self.reranker()[1],
             "unembedded_chunks": store.lance.count_unembedded() if meta.dim else 0,
             "embedder": meta.embedder,

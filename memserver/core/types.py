@@ -6,6 +6,7 @@ only import `memserver.core`) and every service can share them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,6 +45,45 @@ class WalkOptions:
     exclude: tuple[str, ...] = ()  # extra gitignore-style patterns
     include_hidden: bool = True  # dot-files other than the default excludes
     follow_symlinks: bool = True
+
+
+class PathSet:
+    """Root-relative paths (files or folders) that a partial run looks at: each path and
+    everything under it. The watcher turns file events into one of these."""
+
+    __slots__ = ("_ancestors", "paths")
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = frozenset(p.strip("/") for p in paths)
+        ancestors: set[str] = set()
+        for p in self.paths:
+            parts = p.split("/")
+            ancestors.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        self._ancestors = frozenset(ancestors)
+
+    def __contains__(self, rel: object) -> bool:
+        """Is the file or folder `rel` one of the paths or under one of them?"""
+        if not isinstance(rel, str):
+            return False
+        rel = rel.rstrip("/")
+        if "" in self.paths or rel in self.paths:
+            return True
+        i = rel.find("/")
+        while i != -1:
+            if rel[:i] in self.paths:
+                return True
+            i = rel.find("/", i + 1)
+        return False
+
+    def leads_to(self, folder: str) -> bool:
+        """Is the folder `folder` above one of the paths (so a walk must pass through it)?"""
+        return folder.rstrip("/") in self._ancestors
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __repr__(self) -> str:
+        return f"PathSet({sorted(self.paths)!r})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,25 +36,52 @@ def distill(distiller: Distiller, chunk: Chunk) -> list[Memory]:
 
 
 class MemoryWriter:
-    def __init__(self, store: IndexStore, distiller: Distiller | None) -> None:
+    """`partial`: read the memories of the chunks at hand as they come (a small run over a
+    large index, such as one watcher batch) instead of every memory up front."""
+
+    def __init__(self, store: IndexStore, distiller: Distiller | None, partial: bool = False):
         self.store = store
         self.distiller = distiller
-        self.states = store.memories.states() if distiller else {}
+        self.partial = partial
+        self.states: dict[str, tuple[str, str]] = {}
         self.by_origin: dict[str, list[str]] = defaultdict(list)
-        for mid, (_, origin) in self.states.items():
-            self.by_origin[origin].append(mid)
-        self.added = 0
         # notes that cite code chunks go stale when that code changes (any distiller)
         self.cited_by: dict[str, list[str]] = defaultdict(list)
-        for mid, sources in store.memories.citations().items():
-            for cid in sources[1:]:
-                self.cited_by[cid].append(mid)
+        self._seen: set[str] = set()  # chunk ids whose memories are loaded (partial)
+        self.added = 0
         self.stale_marked = 0
+        if not partial:
+            self._take(store.memories.states() if distiller else {},
+                       store.memories.citations())  # fmt: skip
+
+    def _take(self, states: dict[str, tuple[str, str]],
+              citations: dict[str, tuple[str, ...]]) -> None:  # fmt: skip
+        for mid, state in states.items():
+            if mid not in self.states:
+                self.states[mid] = state
+                self.by_origin[state[1]].append(mid)
+        for mid, sources in citations.items():
+            for cid in sources[1:]:
+                if mid not in self.cited_by[cid]:
+                    self.cited_by[cid].append(mid)
+
+    def _load(self, chunk_ids: Iterable[str]) -> None:
+        if not self.partial:
+            return
+        todo = sorted(set(chunk_ids) - self._seen)
+        if not todo:
+            return
+        self._seen.update(todo)
+        memories = self.store.memories
+        self._take(memories.states(origins=todo) if self.distiller else {},
+                   memories.citations(of=todo))  # fmt: skip
 
     def chunks_added(self, chunks: Iterable[Chunk]) -> list[Memory]:
         """Distil chunks that are new or back; store what is new; return all their memories."""
         if self.distiller is None:
             return []
+        chunks = list(chunks)
+        self._load(c.id for c in chunks)
         memories: list[tuple[Memory, str]] = []
         for c in chunks:
             memories.extend((m, c.id) for m in distill(self.distiller, c))
@@ -70,6 +97,7 @@ class MemoryWriter:
         return [m for m, _ in memories]
 
     def ids_of(self, chunk_ids: Sequence[str]) -> list[str]:
+        self._load(chunk_ids)
         return [mid for cid in chunk_ids for mid in self.by_origin.get(cid, ())]
 
     def chunks_closed(self, chunk_ids: Sequence[str]) -> None:
@@ -81,6 +109,7 @@ class MemoryWriter:
         """
         if not chunk_ids:
             return
+        self._load(chunk_ids)
         citing = sorted({m for cid in chunk_ids for m in self.cited_by.get(cid, ())})
         if citing:
             self.store.memories.set_status(citing, STALE)

@@ -15,7 +15,14 @@ from pathlib import Path
 
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
-from memserver.core.types import Chunk, ChunkDraft, FileRecord, IndexReport, SourceFile
+from memserver.core.types import (
+    Chunk,
+    ChunkDraft,
+    FileRecord,
+    IndexReport,
+    PathSet,
+    SourceFile,
+)
 from memserver.ingest.memories import MemoryWriter
 from memserver.store.index import IndexStore
 
@@ -103,8 +110,14 @@ class Indexer:
 
     # -- phase 0: what changed --------------------------------------------------
 
-    def plan(self, files: Sequence[SourceFile], report: IndexReport) -> _Plan:
-        manifest = self.store.lance.manifest()
+    def plan(
+        self, files: Sequence[SourceFile], report: IndexReport, only: PathSet | None = None
+    ) -> _Plan:
+        """What to do for `files`; with `only`, manifest entries outside it are left alone
+        (a partial walk did not look at them)."""
+        manifest = self.store.lance.manifest(None if only is None else only.paths)
+        if only is not None:
+            manifest = {p: rec for p, rec in manifest.items() if p in only}
         plan = _Plan()
         self.progress.start("scanning", len(files))
         for f in files:
@@ -150,14 +163,21 @@ class Indexer:
         states: dict[str, bool],
         memories: MemoryWriter,
         report: IndexReport,
+        complete: bool = True,
     ) -> None:
+        """Store one batch of changed files. `states` holds every chunk id when `complete`,
+        else only some: the rest are looked up here."""
         lance, bm25 = self.store.lance, self.store.bm25
         new: list[Chunk] = []
         existing: dict[str, Chunk] = {}
         old_ids: set[str] = set()
         records: list[FileRecord] = []
-        for fp in batch:
-            chunks = self._chunk(fp, report)
+        cut = [(fp, self._chunk(fp, report)) for fp in batch]
+        if not complete:
+            states.update(lance.chunk_states_of(
+                [c.id for _, chunks in cut for c in chunks if c.id not in states]
+            ))  # fmt: skip
+        for fp, chunks in cut:
             self.progress.advance()
             for c in chunks:
                 if c.id in states:
@@ -221,12 +241,19 @@ class Indexer:
         report.chunks_removed += len(gone)
         report.files_removed += len(removed)
 
-    def store_chunks(self, plan: _Plan, report: IndexReport) -> None:
-        states = self.store.lance.chunk_states()
-        memories = MemoryWriter(self.store, self.distiller)
+    def store_chunks(self, plan: _Plan, report: IndexReport, partial: bool = False) -> None:
+        """`partial`: a run over a few paths reads the states of the chunks it touches, not
+        of every chunk and memory in the index (what a whole run does, once)."""
+        lance = self.store.lance
+        if partial:
+            old = [cid for fp in plan.changed if fp.old for cid in fp.old.chunk_ids]
+            states = lance.chunk_states_of([*old, *(c for r in plan.removed for c in r.chunk_ids)])
+        else:
+            states = lance.chunk_states()
+        memories = MemoryWriter(self.store, self.distiller, partial=partial)
         self.progress.start("chunking", len(plan.changed))
         for batch in _batched(plan.changed, self.batch_files):
-            self._apply(batch, states, memories, report)
+            self._apply(batch, states, memories, report, complete=not partial)
         self.progress.finish()
         if plan.removed:
             self._remove(plan.removed, states, memories, report)
@@ -264,15 +291,27 @@ class Indexer:
     # -- the whole run ------------------------------------------------------------
 
     def run(
-        self, files: Sequence[SourceFile], report: IndexReport, *, embed: bool = True
+        self,
+        files: Sequence[SourceFile],
+        report: IndexReport,
+        *,
+        embed: bool = True,
+        only: PathSet | None = None,
+        optimize: bool = True,
+        trust_marker: bool = False,
     ) -> IndexReport:
+        """Index `files` (a whole walk, or a partial one limited to `only`). `optimize`
+        compacts the tables after a change; a long-lived caller does that on its own clock.
+        `trust_marker`: repair only when a crash marker is left (a long-lived writer checked
+        the stores thoroughly on its first run; every writer since leaves the marker if it
+        dies midway), instead of counting every store on every run."""
         started = time.monotonic()
         store = self.store
-        if store.needs_reconcile():
+        if store.dirty if trust_marker else store.needs_reconcile():
             report.repaired = store.reconcile()
         store.mark_dirty()
-        plan = self.plan(files, report)
-        self.store_chunks(plan, report)
+        plan = self.plan(files, report, only)
+        self.store_chunks(plan, report, partial=only is not None)
         store.mark_clean()
         report.seconds_to_search = time.monotonic() - started
         if embed:
@@ -280,8 +319,9 @@ class Indexer:
         else:
             report.chunks_unembedded = store.lance.count_unembedded() if self.embedder else 0
         report.chunks_total = store.lance.count_current()
-        if report.chunks_added or report.chunks_removed or report.chunks_embedded:
+        if optimize and (report.chunks_added or report.chunks_removed or report.chunks_embedded):
             store.lance.optimize()
+            store.lance.ensure_vector_index(store.ann_min_rows)
         store.finish_run(*self.git, self.chunker_id)
         report.seconds = time.monotonic() - started
         return report

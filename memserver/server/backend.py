@@ -45,6 +45,7 @@ class Backend:
         self._attr_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
+        self._watcher: Any = None
 
     # -- loading -------------------------------------------------------------------
 
@@ -168,10 +169,30 @@ class Backend:
         attributor = self._attribution(*self.ready())
         return dict(attributor.attribute(answer, evidence_ids).to_dict())
 
+    def watch(self) -> None:
+        """Keep the index fresh from file events, in background threads, with a writer engine
+        of its own (it builds the index first when there is none)."""
+        from memserver.engine import Engine
+        from memserver.ingest.live import start_watching
+
+        engine = Engine(self.root, self.index_dir, embedder_flag=self.embedder_flag, env=self.env)
+        self._watcher, _ = start_watching(engine)
+
+    def stop_watching(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
     def status(self) -> dict[str, Any]:
         engine, _ = self.ready()
         info = dict(engine.status())
         info["server"] = {"engine": self.state}
+        w = self._watcher
+        if w is not None:
+            info["watcher"] = {
+                "state": "on", "batches": w.batches, "pending_changes": w.queue.pending(),
+                "errors": w.errors, "last_error": w.last_error,
+            }  # fmt: skip
         return info
 
     def chunk(self, chunk_id: str) -> dict[str, Any] | None:

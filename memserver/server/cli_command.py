@@ -47,6 +47,10 @@ def serve_command() -> click.Command:
         "--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
         default="info", show_default=True, help="Logs go to stderr.",
     )  # fmt: skip
+    @click.option(
+        "--watch", is_flag=True,
+        help="Also keep the index fresh as files change (indexes the tree first if needed).",
+    )  # fmt: skip
     def serve(
         root: str | None,
         index_dir: str | None,
@@ -56,6 +60,7 @@ def serve_command() -> click.Command:
         allow_remote: bool,
         allowed_hosts: tuple[str, ...],
         log_level: str,
+        watch: bool,
     ) -> None:
         """Run the MCP server over stdio (default), streamable HTTP or SSE.
 
@@ -79,10 +84,15 @@ def serve_command() -> click.Command:
         server = build_server(root, index_dir, token=token, backend=backend)
         if transport == "sse":  # SSE enters the lifespan per connection: start loading now
             backend.warm_up()
-        transports.serve(
-            server, transport, host, port,  # type: ignore[arg-type]
-            log_level=log_level, extra_hosts=allowed_hosts,
-        )  # fmt: skip
+        if watch:
+            backend.watch()
+        try:
+            transports.serve(
+                server, transport, host, port,  # type: ignore[arg-type]
+                log_level=log_level, extra_hosts=allowed_hosts,
+            )  # fmt: skip
+        finally:
+            backend.stop_watching()
 
     return serve
 

@@ -23,6 +23,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memserver.server.cli_command import serve_command
+from tests.conftest import SAMPLE, write_tree
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -172,6 +173,40 @@ async def test_stdio_client_recalls(indexed_repo: Path, servers: dict[str, Any])
     assert names == TOOLS
     assert not result.is_error
     assert result.structured_content["evidence"][0]["path"] == "src/http_client.py"
+
+
+async def test_serve_watch_indexes_a_fresh_tree_and_follows_edits(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "fresh", SAMPLE)  # never indexed: --watch builds it
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*serve_args(root)[1:], "--watch"],
+        env={"MEMSERVER_RERANK_ENABLED": "false", "MEMSERVER_EMBEDDING_MODEL": "hashing"},
+        cwd=str(root),
+    )
+
+    async def poll(client: Client, query: str, path: str) -> dict[str, Any]:
+        while True:
+            result = await client.call_tool("recall", {"query": query})
+            pack = result.structured_content or {}
+            if not result.is_error and any(e["path"] == path for e in pack.get("evidence", [])):
+                return pack
+            await anyio.sleep(0.2)
+
+    with anyio.fail_after(WAIT * 2):
+        async with Client(params) as client:
+            await poll(client, QUERY["query"], "src/http_client.py")
+            (root / "src" / "late.py").write_text(
+                "def reconcile_ledger_entries(ledger):\n    return sorted(ledger)\n"
+            )
+            pack = await poll(client, "reconcile_ledger_entries", "src/late.py")
+            while True:  # searchable first; the manifest entry follows within the batch
+                status = (await client.call_tool("status", {})).structured_content
+                if "src/late.py" not in status["new_files"]:
+                    break
+                await anyio.sleep(0.1)
+    late = [e for e in pack["evidence"] if e["path"] == "src/late.py"]
+    assert "def reconcile_ledger_entries" in late[0]["text"]
+    assert status["watcher"]["state"] == "on" and status["watcher"]["errors"] == 0
 
 
 def test_stdio_stdout_carries_nothing_but_json_rpc(servers: dict[str, Any]) -> None:

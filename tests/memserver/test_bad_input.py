@@ -45,7 +45,7 @@ def test_a_file_deleted_between_walk_and_read_is_skipped_with_a_reason(
     files = list(engine.walk().files)
     ghost = sample_repo / "src" / "ghost.py"
     files.append(SourceFile("src/ghost.py", str(ghost), 10, 1, "python"))
-    store = engine._writable_store(False)
+    store = engine.writable_store(False)
     report = IndexReport(root=str(sample_repo), index_dir=str(engine.index_dir))
     Indexer(store, engine.chunker(), engine.embedder).run(files, report)
     assert report.skipped["src/ghost.py"].startswith("unreadable")

@@ -425,7 +425,7 @@ def test_indexing_with_the_llm_distiller_stores_its_memories(
     root = write_tree(tmp_path / "repo", SAMPLE)
     engine = make_engine(root)
     distiller = LlmDistiller(llm_over(handler), HeuristicDistiller(), tmp_path / "cache")
-    store = engine._writable_store(False)
+    store = engine.writable_store(False)
     report = IndexReport(root=str(root), index_dir=str(engine.index_dir))
     Indexer(store, engine.chunker(), engine.embedder, distiller=distiller).run(
         engine.walk().files, report

@@ -1,0 +1,134 @@
+"""Keep an index in step with its tree from the watcher's batches (a long-lived writer).
+
+Each batch is an ordinary incremental run limited to the changed paths: the partial walk
+applies the same ignore rules as `memserver index`, and the indexer reads the disk, so the
+index ends the same as a clean run over the final tree. The writer lock is held for one
+batch at a time, so `remember` and `memserver index` can still get in between. Tables are
+compacted, and versions older than `keep_versions` dropped, when the tree has been quiet for
+a while after enough commits, not after every batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from indexers.watcher import Batch, Watcher
+from memserver.core.types import IndexReport, PathSet
+from memserver.store import statecache
+
+logger = logging.getLogger("memserver.watch")
+
+
+class LiveIndex:
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        housekeep_after: int = 50,
+        housekeep_idle: float = 30.0,
+        keep_versions: timedelta = timedelta(minutes=10),
+        on_report: Callable[[IndexReport], Any] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.on_report = on_report
+        self.housekeep_after = housekeep_after
+        self.housekeep_idle = housekeep_idle
+        self.keep_versions = keep_versions
+        self._store: Any = None
+        self._lock = threading.Lock()
+        self.commits_since_housekeeping = 0
+        self.last_change = 0.0
+        self.batches = 0
+        self.last_report: IndexReport | None = None
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            self._store = self.engine.writable_store(rebuild=False)
+        return self._store
+
+    def apply(self, batch: Batch) -> IndexReport:
+        """Index what `batch` names (everything when it asks for a whole walk)."""
+        from memserver.ingest.git import head
+
+        engine = self.engine
+        only = None if batch.full else PathSet(batch.paths)
+        report = IndexReport(root=str(engine.root), index_dir=str(engine.index_dir))
+        with self._lock:
+            walked = engine.walk(only)
+            report.skipped.update({s.path: s.reason for s in walked.skipped})
+            store = self.store
+            git = head(engine.root)
+            if only is not None and not only and git == (store.meta.git_commit,
+                                                         store.meta.git_branch):  # fmt: skip
+                return report  # git touched its index, HEAD did not move
+            statecache.forget(engine.index_dir)
+            with store.lock(engine.settings.index.lock_timeout_seconds):
+                indexer = engine.indexer(store, git=git)
+                trust = self.batches > 0  # the first batch checks the stores thoroughly
+                indexer.run(walked.files, report, only=only, optimize=False, trust_marker=trust)
+            self.batches += 1
+            self.last_report = report
+            if report.chunks_added or report.chunks_removed or report.files_removed:
+                self.commits_since_housekeeping += 1
+                self.last_change = time.monotonic()
+        lag = time.monotonic() - batch.oldest
+        logger.info(
+            "memserver watch: %d changed path(s)%s: %d file(s) indexed, %d removed, "
+            "+%d/-%d chunks in %.2f s (%.2f s after the first change)",
+            len(batch.paths), " (whole tree)" if batch.full else "", report.files_indexed,
+            report.files_removed, report.chunks_added, report.chunks_removed, report.seconds, lag,
+        )  # fmt: skip
+        if self.on_report is not None:
+            self.on_report(report)
+        return report
+
+    def housekeeping_due(self) -> bool:
+        quiet = time.monotonic() - self.last_change >= self.housekeep_idle
+        return self.commits_since_housekeeping > 0 and (
+            quiet or self.commits_since_housekeeping >= self.housekeep_after
+        )
+
+    def housekeep(self) -> None:
+        """Compact the tables and drop old versions (call when `housekeeping_due`)."""
+        with self._lock:
+            store = self.store
+            with store.lock(self.engine.settings.index.lock_timeout_seconds):
+                store.lance.housekeep(self.keep_versions)
+            self.commits_since_housekeeping = 0
+        logger.info("memserver watch: compacted the tables")
+
+    def tick(self) -> None:
+        """The watcher's idle call: housekeeping when it is due."""
+        if self.housekeeping_due():
+            self.housekeep()
+
+
+def start_watching(
+    engine: Any, on_report: Callable[[IndexReport], Any] | None = None
+) -> tuple[Watcher, LiveIndex]:
+    """A running watcher that keeps `engine`'s index fresh (stop it with `.stop()`);
+    `on_report` gets each batch's report."""
+    w = engine.settings.watch
+    live = LiveIndex(
+        engine,
+        housekeep_after=w.housekeep_after_commits,
+        housekeep_idle=w.housekeep_idle_seconds,
+        keep_versions=timedelta(minutes=w.keep_versions_minutes),
+        on_report=on_report,
+    )
+    watcher = Watcher(
+        engine.root, live.apply, ignore_dirs=[str(engine.index_dir)],
+        debounce=w.debounce_ms / 1000, max_delay=w.max_delay_ms / 1000,
+        max_paths=w.max_batch_paths, on_idle=live.tick,
+    )  # fmt: skip
+    watcher.start()
+    return watcher, live
+
+
+__all__ = ["LiveIndex", "start_watching"]
