@@ -17,6 +17,7 @@ from memserver.core.text import analysed
 from memserver.store.bm25 import query_terms
 
 # a dotted name, a snake/camel identifier, or a file name / path
+_WORD = re.compile(r"[A-Za-z_$][\w$]{2,}")
 _IDENT = re.compile(
     r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[A-Za-z_$]*[a-z][A-Z][\w$]*|[A-Za-z$]+_[\w$]+"
     r"|[\w./-]+\.(?:py|js|ts|tsx|go|rs|java|c|h|cpp|cs|rb|php|sh|md|json|ya?ml|toml)\b"
@@ -52,7 +53,12 @@ def synonyms() -> dict[str, tuple[str, ...]]:
 
 
 def identifiers(query: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(m.group(0).strip(".") for m in _IDENT.finditer(query)))
+    """Names the query mentions; a query of one bare word (`tokenize`) looks a name up too."""
+    found = [m.group(0).strip(".") for m in _IDENT.finditer(query)]
+    word = query.strip()
+    if not found and _WORD.fullmatch(word):
+        found = [word]
+    return tuple(dict.fromkeys(found))
 
 
 def plan_query(

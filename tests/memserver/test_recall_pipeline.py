@@ -13,6 +13,7 @@ from memserver.core.errors import ConfigError
 from memserver.core.types import Evidence
 from memserver.retrieve.arms import Filters
 from memserver.retrieve.plan import plan_query
+from tests.conftest import write_tree
 
 
 @pytest.fixture
@@ -38,6 +39,19 @@ def test_exact_symbol_and_path_arm(indexed) -> None:
     top = recaller.recall("RetryPolicy.delays").evidence[0]
     assert "def delays" in top.text and "exact" in top.routes
     assert any(e.path == "web/app.js" for e in recaller.recall("app.js").evidence[:3])
+
+
+def test_a_one_word_query_looks_the_name_up(tmp_path: Path, make_engine) -> None:
+    assert plan_query("reconcile").identifiers == ("reconcile",)
+    assert plan_query("why reconcile").identifiers == ()  # words in a sentence are not names
+    files = {"ledger.py": "def reconcile(entries):\n    return sorted(entries)\n"}
+    for i in range(8):  # text about the word outnumbers the one definition
+        files[f"notes/n{i}.md"] = f"# Note {i}\n\nWe reconcile the books, then again.\n"
+    root = write_tree(tmp_path / "r", files)
+    engine = make_engine(root)
+    engine.index()
+    top = engine.recaller(rerank=False).recall("reconcile", k=3).evidence[0]
+    assert top.path == "ledger.py" and "exact" in top.routes
 
 
 def test_memories_cite_their_chunk_and_explain_hits(indexed) -> None:
