@@ -14,6 +14,7 @@ files manifest agree, so that the next `memserver index` re-indexes those files.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +38,11 @@ class TableHealth:
         return not self.problem
 
 
+_RUST_SOURCE = re.compile(r", \S+\.rs:\d+:\d+")
+
+
 def _short(exc: BaseException) -> str:
-    text = str(exc).split(", /root/.cargo", 1)[0]  # drop the Rust source location
+    text = _RUST_SOURCE.sub("", str(exc))  # drop the ", <path>/src/x.rs:12:34" Lance appends
     return f"{type(exc).__name__}: {text[:300]}"
 
 
