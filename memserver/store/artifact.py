@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from memserver.core.errors import IndexMismatch, PathError, StoreError
+from memserver.store.failures import failure_hint
 from memserver.store.index import IndexStore
 from memserver.store.lock import LOCK_FILE, WriterLock
 from memserver.store.meta import META_FILE, SCHEMA_VERSION, read_meta, write_meta
@@ -385,7 +386,7 @@ def _extract(archive: Path, dest: Path) -> None:
             except OSError as exc:
                 raise StoreError(
                     f"cannot write {target}: {exc.strerror or exc}",
-                    hint="check that the index folder is writable and the disk is not full",
+                    hint=failure_hint(exc, "check that the index directory is writable"),
                 ) from exc
 
 

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from memserver.core.errors import IndexMismatch, StoreError
+from memserver.store.failures import failure_hint
 
 META_FILE = "meta.json"
 SCHEMA_VERSION = 2  # bump when a table's schema changes: old indexes must be rebuilt
@@ -61,7 +62,7 @@ def write_meta(index_dir: Path, meta: IndexMeta) -> None:
     except OSError as exc:
         raise StoreError(
             f"cannot write index metadata {path}: {exc.strerror or exc}",
-            hint="check that the index directory is writable and the disk is not full",
+            hint=failure_hint(exc, "check that the index directory is writable"),
         ) from exc
 
 
