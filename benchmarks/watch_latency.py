@@ -13,7 +13,8 @@ TREE is copied to DIR/tree and indexed; then a watcher runs in this process as
 2. Storm: `--storm-writes` writes spread over `--storm-seconds` (edits of existing
    files, new files, deletes and renames), then the watcher settles and its index
    is compared with a clean `memserver index` of the final tree: current chunk ids,
-   keyword-index ids and the files manifest must be identical.
+   keyword-index ids and the files manifest must be identical. `--storm-writes 0`
+   skips the storm and the clean index (latency only).
 
 Prints one JSON object.
 """
@@ -151,19 +152,7 @@ def main() -> None:
     batch_total = [r.seconds for r in reports if r.files_indexed]
     batch_embed = [r.seconds_embedding for r in reports if r.files_indexed]
 
-    reports.clear()
-    started = time.monotonic()
-    counts = storm(root, args.storm_writes, args.storm_seconds, rng)
-    wrote = time.monotonic() - started
-    watcher.wait_idle(600, settle=1.0)
-    settled = time.monotonic() - started
-    watcher.stop()
-    watched = state(root, engine.index_dir)
-    clean_dir = work / "clean-index"
-    shutil.rmtree(clean_dir, ignore_errors=True)
-    Engine(root, clean_dir, embedder_flag=engine.settings.embedding.model).index()
-    clean = state(root, clean_dir)
-    result = {
+    result: dict[str, Any] = {
         "tree": args.tree.name,
         "embedder": engine.settings.embedding.model,
         "chunks": first.chunks_total,
@@ -175,22 +164,44 @@ def main() -> None:
         "batch_embedding_p50_s": round(statistics.median(batch_embed), 3),
         "batch_total_p50_s": round(statistics.median(batch_total), 3),
         "batch_total_p95_s": round(pct(batch_total, 0.95), 3),
-        "storm": {
-            "writes": args.storm_writes,
-            "kinds": counts,
-            "write_seconds": round(wrote, 2),
-            "settled_after_s": round(settled, 2),
-            "batches": len(reports),
-            "watched_chunks": len(watched["current"]),
-            "clean_chunks": len(clean["current"]),
-            "missing": len(set(clean["current"]) - set(watched["current"])),
-            "extra": len(set(watched["current"]) - set(clean["current"])),
-            "bm25_equal": watched["bm25"] == clean["bm25"],
-            "manifest_equal": watched["manifest"] == clean["manifest"],
-            "identical": watched == clean,
-        },
     }
+    if args.storm_writes > 0:
+        reports.clear()
+        result["storm"] = run_storm(args, root, engine, watcher, reports, rng, work)
+    else:
+        watcher.stop()
     print(json.dumps(result, indent=1))
+
+
+def run_storm(
+    args: argparse.Namespace, root: Path, engine: Engine, watcher: Any,
+    reports: list[IndexReport], rng: random.Random, work: Path,
+) -> dict[str, Any]:  # fmt: skip
+    started = time.monotonic()
+    counts = storm(root, args.storm_writes, args.storm_seconds, rng)
+    wrote = time.monotonic() - started
+    watcher.wait_idle(600, settle=1.0)
+    settled = time.monotonic() - started
+    watcher.stop()
+    watched = state(root, engine.index_dir)
+    clean_dir = work / "clean-index"
+    shutil.rmtree(clean_dir, ignore_errors=True)
+    Engine(root, clean_dir, embedder_flag=engine.settings.embedding.model).index()
+    clean = state(root, clean_dir)
+    return {
+        "writes": args.storm_writes,
+        "kinds": counts,
+        "write_seconds": round(wrote, 2),
+        "settled_after_s": round(settled, 2),
+        "batches": len(reports),
+        "watched_chunks": len(watched["current"]),
+        "clean_chunks": len(clean["current"]),
+        "missing": len(set(clean["current"]) - set(watched["current"])),
+        "extra": len(set(watched["current"]) - set(clean["current"])),
+        "bm25_equal": watched["bm25"] == clean["bm25"],
+        "manifest_equal": watched["manifest"] == clean["manifest"],
+        "identical": watched == clean,
+    }
 
 
 if __name__ == "__main__":

@@ -71,8 +71,9 @@ class RecallSettings:
     gate_threshold: float = 0.6305
     ann_min_rows: int = 20_000  # from this many chunks on: ANN index, lean recall view
     ann_nprobes: int = 80
-    ann_refine: int = 20
-    ann_memory_refine: int = 5
+    ann_probe_fraction: float = 0.37
+    ann_refine: int = 2
+    ann_memory_refine: int = 1
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,8 @@ class WatchSettings:
     debounce_ms: int = 150  # a batch starts once the tree has been quiet this long...
     max_delay_ms: int = 1000  # ...or its oldest change has waited this long
     max_batch_paths: int = 2000  # more changed paths than this: walk the whole tree
-    housekeep_after_commits: int = 50  # compact after this many changing batches...
+    embed_threads: int = 1  # ONNX Runtime threads for the watcher's (small) batches
+    housekeep_after_commits: int = 10  # compact after this many changing batches...
     housekeep_idle_seconds: float = 30.0  # ...or once quiet this long after any
     keep_versions_minutes: float = 10.0  # table versions younger than this survive
 

@@ -77,6 +77,12 @@ class Engine:
         emb = self.settings.embedding
         return make_embedder(dataclasses.replace(emb, threads=emb.query_threads))
 
+    @cached_property
+    def watch_embedder(self) -> Embedder | None:
+        """The same model with `[watch] embed_threads` threads, for the watcher's batches."""
+        emb = self.settings.embedding
+        return make_embedder(dataclasses.replace(emb, threads=self.settings.watch.embed_threads))
+
     def embedder_identity(self) -> tuple[str, int]:
         return embedder_identity(self.settings.embedding)
 
@@ -199,12 +205,14 @@ class Engine:
         return report
 
     def indexer(
-        self, store: Any, *, progress: Progress | None = None, git: tuple[str, str] = ("", "")
-    ) -> Any:
+        self, store: Any, *, progress: Progress | None = None, git: tuple[str, str] = ("", ""),
+        embedder: Embedder | None = None,
+    ) -> Any:  # fmt: skip
+        """An indexer over `store`, embedding with `embedder` (default: the indexing one)."""
         from memserver.ingest.pipeline import Indexer
 
         return Indexer(
-            store, self.chunker(), self.embedder,
+            store, self.chunker(), self.embedder if embedder is None else embedder,
             batch_files=self.settings.index.batch_files,
             embed_batch=self.settings.index.embed_batch_chunks,
             progress=progress, git=git, chunker_id=self.chunker_id(),

@@ -4,8 +4,14 @@ Each batch is an ordinary incremental run limited to the changed paths: the part
 applies the same ignore rules as `memserver index`, and the indexer reads the disk, so the
 index ends the same as a clean run over the final tree. The writer lock is held for one
 batch at a time, so `remember` and `memserver index` can still get in between. Tables are
-compacted, and versions older than `keep_versions` dropped, when the tree has been quiet for
-a while after enough commits, not after every batch.
+compacted, and versions older than `keep_versions` dropped, after enough changing batches
+(when no change is waiting) or when the tree has been quiet for a while, not after every
+batch: each small commit adds fragments that every later read and write goes through.
+
+A batch's embedding gives way to the next batch: once `should_yield` says changes are
+waiting, it stops after the embedding batch at hand (the phase resumes where it stopped), so
+the next batch's keyword phase does not wait behind it. What is left is embedded with the
+batches that follow, or when the tree goes quiet.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from indexers.watcher import Batch, Watcher
+from memserver.core.errors import MemserverError
 from memserver.core.types import IndexReport, PathSet
 from memserver.store import statecache
 
@@ -29,13 +36,15 @@ class LiveIndex:
         self,
         engine: Any,
         *,
-        housekeep_after: int = 50,
+        housekeep_after: int = 10,
         housekeep_idle: float = 30.0,
         keep_versions: timedelta = timedelta(minutes=10),
         on_report: Callable[[IndexReport], Any] | None = None,
+        should_yield: Callable[[], bool] | None = None,
     ) -> None:
         self.engine = engine
         self.on_report = on_report
+        self.should_yield = should_yield  # changes are waiting: cut the embedding short
         self.housekeep_after = housekeep_after
         self.housekeep_idle = housekeep_idle
         self.keep_versions = keep_versions
@@ -45,6 +54,7 @@ class LiveIndex:
         self.last_change = 0.0
         self.batches = 0
         self.last_report: IndexReport | None = None
+        self.embedding_left = False  # an embedding phase gave way before it was done
 
     @property
     def store(self) -> Any:
@@ -69,9 +79,12 @@ class LiveIndex:
                 return report  # git touched its index, HEAD did not move
             statecache.forget(engine.index_dir)
             with store.lock(engine.settings.index.lock_timeout_seconds):
-                indexer = engine.indexer(store, git=git)
+                indexer = engine.indexer(store, git=git, embedder=engine.watch_embedder)
                 trust = self.batches > 0  # the first batch checks the stores thoroughly
-                indexer.run(walked.files, report, only=only, optimize=False, trust_marker=trust)
+                yielded = _Asked(self.should_yield)
+                indexer.run(walked.files, report, only=only, optimize=False, trust_marker=trust,
+                            stop_embedding=yielded)  # fmt: skip
+                self.embedding_left = yielded.said_yes
             self.batches += 1
             self.last_report = report
             if report.chunks_added or report.chunks_removed or report.files_removed:
@@ -86,7 +99,15 @@ class LiveIndex:
         )  # fmt: skip
         if self.on_report is not None:
             self.on_report(report)
+        if self.commits_since_housekeeping >= self.housekeep_after and not self._waiting():
+            try:  # a steady stream of changes may never leave the watcher idle
+                self.housekeep()
+            except MemserverError as exc:  # the batch is done; compaction can wait
+                logger.warning("memserver watch: compacting the tables failed: %s", exc)
         return report
+
+    def _waiting(self) -> bool:
+        return self.should_yield is not None and self.should_yield()
 
     def housekeeping_due(self) -> bool:
         quiet = time.monotonic() - self.last_change >= self.housekeep_idle
@@ -103,10 +124,38 @@ class LiveIndex:
             self.commits_since_housekeeping = 0
         logger.info("memserver watch: compacted the tables")
 
+    def finish_embedding(self) -> None:
+        """Embed what a batch that gave way left (it gives way again to new changes)."""
+        with self._lock:
+            store = self.store
+            report = IndexReport(root=str(self.engine.root), index_dir=str(self.engine.index_dir))
+            with store.lock(self.engine.settings.index.lock_timeout_seconds):
+                yielded = _Asked(self.should_yield)
+                indexer = self.engine.indexer(store, embedder=self.engine.watch_embedder)
+                indexer.embed_pending(report, yielded)
+                self.embedding_left = yielded.said_yes
+        logger.info("memserver watch: embedded %d chunk(s) and %d memories left by a batch",
+                    report.chunks_embedded, report.memories_embedded)  # fmt: skip
+
     def tick(self) -> None:
-        """The watcher's idle call: housekeeping when it is due."""
+        """The watcher's idle call: embedding left over, and housekeeping when it is due."""
+        if self.embedding_left:
+            self.finish_embedding()
         if self.housekeeping_due():
             self.housekeep()
+
+
+class _Asked:
+    """A stop condition that remembers whether it ever said stop."""
+
+    def __init__(self, ask: Callable[[], bool] | None) -> None:
+        self.ask = ask
+        self.said_yes = False
+
+    def __call__(self) -> bool:
+        if self.ask is not None and self.ask():
+            self.said_yes = True
+        return self.said_yes
 
 
 def start_watching(
@@ -127,6 +176,7 @@ def start_watching(
         debounce=w.debounce_ms / 1000, max_delay=w.max_delay_ms / 1000,
         max_paths=w.max_batch_paths, on_idle=live.tick,
     )  # fmt: skip
+    live.should_yield = lambda: watcher.queue.pending() > 0
     watcher.start()
     return watcher, live
 

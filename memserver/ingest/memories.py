@@ -16,6 +16,8 @@ from memserver.core.types import MEMORY_TYPES, Chunk, Memory
 from memserver.store.index import IndexStore
 from memserver.store.memories import ACTIVE, STALE
 
+_LIVE = (ACTIVE, STALE)
+
 MAX_PER_CHUNK = 3
 
 
@@ -65,39 +67,42 @@ class MemoryWriter:
                 if mid not in self.cited_by[cid]:
                     self.cited_by[cid].append(mid)
 
-    def _load(self, chunk_ids: Iterable[str]) -> None:
+    def load(self, chunk_ids: Iterable[str]) -> None:
+        """Read the memories of these chunks now, in one go (a partial writer reads them as
+        they come otherwise; a whole one has them all)."""
         if not self.partial:
             return
         todo = sorted(set(chunk_ids) - self._seen)
         if not todo:
             return
         self._seen.update(todo)
-        memories = self.store.memories
-        self._take(memories.states(origins=todo) if self.distiller else {},
-                   memories.citations(of=todo))  # fmt: skip
+        states, citations = self.store.memories.about(todo)
+        self._take(states if self.distiller else {}, citations)
 
     def chunks_added(self, chunks: Iterable[Chunk]) -> list[Memory]:
         """Distil chunks that are new or back; store what is new; return all their memories."""
         if self.distiller is None:
             return []
         chunks = list(chunks)
-        self._load(c.id for c in chunks)
+        self.load(c.id for c in chunks)
         memories: list[tuple[Memory, str]] = []
         for c in chunks:
             memories.extend((m, c.id) for m in distill(self.distiller, c))
         fresh = [(m, o) for m, o in memories if m.id not in self.states]
-        revived = [m.id for m, _ in memories if self.states.get(m.id, (ACTIVE,))[0] != ACTIVE]
+        # a memory forgotten or superseded stays so when its chunk comes back
+        live = [(m, o) for m, o in memories if self.states.get(m.id, (ACTIVE,))[0] in _LIVE]
+        revived = [m.id for m, _ in live if self.states.get(m.id, (ACTIVE,))[0] == STALE]
         self.store.memories.insert(fresh)
-        self.store.memories.set_status(revived, ACTIVE)
-        for m, origin in memories:
+        self.store.memories.set_status(revived, ACTIVE, was=STALE)
+        for m, origin in live:
             self.states[m.id] = (ACTIVE, origin)
             if m.id not in self.by_origin[origin]:
                 self.by_origin[origin].append(m.id)
         self.added += len(fresh)
-        return [m for m, _ in memories]
+        return [m for m, _ in live]
 
     def ids_of(self, chunk_ids: Sequence[str]) -> list[str]:
-        self._load(chunk_ids)
+        self.load(chunk_ids)
         return [mid for cid in chunk_ids for mid in self.by_origin.get(cid, ())]
 
     def chunks_closed(self, chunk_ids: Sequence[str]) -> None:
@@ -109,13 +114,14 @@ class MemoryWriter:
         """
         if not chunk_ids:
             return
-        self._load(chunk_ids)
+        self.load(chunk_ids)
         citing = sorted({m for cid in chunk_ids for m in self.cited_by.get(cid, ())})
         if citing:
-            self.store.memories.set_status(citing, STALE)
+            self.store.memories.set_status(citing, STALE, was=ACTIVE)
             self.stale_marked += len(citing)
         if self.distiller is None:
             return
-        self.store.memories.set_status_by_origin(chunk_ids, STALE)
+        self.store.memories.set_status_by_origin(chunk_ids, STALE, was=ACTIVE)
         for mid in self.ids_of(chunk_ids):
-            self.states[mid] = (STALE, self.states[mid][1])
+            if self.states[mid][0] == ACTIVE:
+                self.states[mid] = (STALE, self.states[mid][1])

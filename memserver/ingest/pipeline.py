@@ -9,7 +9,7 @@ backgrounded embedding phase resumes where it stopped on the next run.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,15 @@ from memserver.core.types import (
 )
 from memserver.ingest.memories import MemoryWriter
 from memserver.store.index import IndexStore
+from memserver.store.lance import Place
+
+_STEP = 16  # chunks embedded between two looks at a stop condition
+# Storing a batch's vectors (a merge on id) costs a scan of the whole table: 2.4-3 s at
+# 350k chunks whether the batch holds 256 rows or 4,096. After a first full batch, the
+# batch grows to the rows left / _STORES (up to _MAX_BATCH), so a large index is stored
+# in a few dozen merges instead of thousands.
+_STORES = 32
+_MAX_BATCH = 32_768
 
 
 @dataclass
@@ -41,6 +50,11 @@ class _Plan:
     touched: list[FileRecord] = field(default_factory=list)  # same content, new mtime
     removed: list[FileRecord] = field(default_factory=list)
     unchanged: int = 0
+
+
+def _grown(size: int, pending: Callable[[], int]) -> int:
+    """The next embedding batch size, once a full batch showed that more are waiting."""
+    return max(size, min(_MAX_BATCH, -(-pending() // _STORES)))
 
 
 def embed_text(chunk: Chunk) -> str:
@@ -101,6 +115,7 @@ class Indexer:
         self.batch_files = batch_files
         self.embed_batch = embed_batch
         self.progress = progress or NullProgress()
+        self.counting = progress is not None
         self.git = git
         self.chunker_id = chunker_id
         self.distiller = distiller
@@ -166,17 +181,18 @@ class Indexer:
         complete: bool = True,
     ) -> None:
         """Store one batch of changed files. `states` holds every chunk id when `complete`,
-        else only some: the rest are looked up here."""
+        else only some: the rest are read here, with where the cut chunks sit, in one go."""
         lance, bm25 = self.store.lance, self.store.bm25
         new: list[Chunk] = []
         existing: dict[str, Chunk] = {}
-        old_ids: set[str] = set()
         records: list[FileRecord] = []
         cut = [(fp, self._chunk(fp, report)) for fp in batch]
+        ids = {c.id for _, chunks in cut for c in chunks}
+        old_ids = {cid for fp, _ in cut if fp.old for cid in fp.old.chunk_ids}
+        wanted = ids & states.keys() if complete else ids | (old_ids - states.keys())
+        stored = lance.chunk_places(sorted(wanted))
         if not complete:
-            states.update(lance.chunk_states_of(
-                [c.id for _, chunks in cut for c in chunks if c.id not in states]
-            ))  # fmt: skip
+            states.update({cid: current for cid, (current, _) in stored.items()})
         for fp, chunks in cut:
             self.progress.advance()
             for c in chunks:
@@ -184,8 +200,6 @@ class Indexer:
                     existing[c.id] = c
                 else:
                     new.append(c)
-            if fp.old:
-                old_ids.update(fp.old.chunk_ids)
             s = fp.source
             records.append(
                 FileRecord(
@@ -201,12 +215,13 @@ class Indexer:
             report.tokens += sum(c.tokens for c in chunks)
         kept = set(existing)
         reopened = [cid for cid in kept if not states[cid]]
-        moved = _moved(existing, lance.get_chunks(sorted(kept)))
+        moved = _moved(existing, stored)
         gone = sorted(cid for cid in old_ids - kept if states.get(cid))
         back = [existing[cid] for cid in reopened]
         lance.insert_chunks(new)
         lance.set_valid_to(reopened, closed=False)
         lance.move_chunks(moved)
+        memories.load([*(c.id for c in new), *reopened, *gone])  # one read for the batch
         distilled = memories.chunks_added([*new, *back])
         bm25.delete([*gone, *memories.ids_of(gone)])
         bm25.add([*new, *back, *(existing[cid] for cid in moved)])
@@ -245,17 +260,17 @@ class Indexer:
         """`partial`: a run over a few paths reads the states of the chunks it touches, not
         of every chunk and memory in the index (what a whole run does, once)."""
         lance = self.store.lance
-        if partial:
-            old = [cid for fp in plan.changed if fp.old for cid in fp.old.chunk_ids]
-            states = lance.chunk_states_of([*old, *(c for r in plan.removed for c in r.chunk_ids)])
-        else:
-            states = lance.chunk_states()
+        states = {} if partial else lance.chunk_states()
         memories = MemoryWriter(self.store, self.distiller, partial=partial)
         self.progress.start("chunking", len(plan.changed))
         for batch in _batched(plan.changed, self.batch_files):
             self._apply(batch, states, memories, report, complete=not partial)
         self.progress.finish()
         if plan.removed:
+            if partial:
+                states.update(lance.chunk_states_of(
+                    [c for r in plan.removed for c in r.chunk_ids if c not in states]
+                ))  # fmt: skip
             self._remove(plan.removed, states, memories, report)
         report.memories_added += memories.added
         if plan.touched:
@@ -264,29 +279,71 @@ class Indexer:
 
     # -- phase 2: vectors --------------------------------------------------------
 
-    def embed_pending(self, report: IndexReport) -> None:
-        """Embed current chunks, then active memories, that lack a vector, batch by batch."""
+    def embed_pending(self, report: IndexReport, stop: Callable[[], bool] | None = None) -> bool:
+        """Embed current chunks, then active memories, that lack a vector, batch by batch;
+        True when none is left. `stop` is asked every `_STEP` chunks: when it says so, what
+        is embedded is stored and the rest left for later (this phase resumes wherever it
+        stopped)."""
         lance, mem = self.store.lance, self.store.memories
         if self.embedder is None:
             report.chunks_unembedded = 0
-            return
-        embedder = self.embedder
+            return True
         started = time.monotonic()
-        pending = lance.count_unembedded() + mem.count_unembedded()
-        self.progress.start("embedding", pending)
-        while batch := lance.unembedded(self.embed_batch):
-            vectors = embedder.embed_documents([embed_text(c) for c in batch])
-            lance.set_vectors({c.id: v for c, v in zip(batch, vectors, strict=True)})
-            report.chunks_embedded += len(batch)
-            self.progress.advance(len(batch))
-        while memos := mem.unembedded(self.embed_batch * 4):
-            vectors = embedder.embed_documents([m.text for m in memos])
-            lance.set_vectors({m.id: v for m, v in zip(memos, vectors, strict=True)}, mem.table)
-            report.memories_embedded += len(memos)
-            self.progress.advance(len(memos))
+        if self.counting:  # only a progress bar needs the total
+            self.progress.start("embedding", lance.count_unembedded() + mem.count_unembedded())
+        chunks_done = self._embed_chunks(report, stop)
+        done = chunks_done and not (stop and stop()) and self._embed_memories(report, stop)
         self.progress.finish()
         report.seconds_embedding += time.monotonic() - started
-        report.chunks_unembedded = lance.count_unembedded()
+        report.chunks_unembedded = 0 if chunks_done else lance.count_unembedded()
+        return done
+
+    def _embed_chunks(self, report: IndexReport, stop: Callable[[], bool] | None) -> bool:
+        lance, size = self.store.lance, self.embed_batch
+        while batch := lance.unembedded(size):
+            vectors = self._embed([embed_text(c) for c in batch], stop)
+            lance.set_vectors({c.id: v for c, v in zip(batch, vectors, strict=False)})
+            report.chunks_embedded += len(vectors)
+            if len(vectors) < len(batch):  # stopped midway
+                return False
+            if len(batch) < size:  # that was the last of them
+                return True
+            if stop is not None and stop():
+                return False
+            size = _grown(size, lance.count_unembedded)
+        return True
+
+    def _embed_memories(self, report: IndexReport, stop: Callable[[], bool] | None) -> bool:
+        mem, size = self.store.memories, self.embed_batch * 4
+        while memos := mem.unembedded(size):
+            vectors = self._embed([m.text for m in memos], stop, step=4 * _STEP)
+            self.store.lance.set_vectors({m.id: v for m, v in zip(memos, vectors, strict=False)},
+                                         mem.table)  # fmt: skip
+            report.memories_embedded += len(vectors)
+            if len(vectors) < len(memos):
+                return False
+            if len(memos) < size:
+                return True
+            if stop is not None and stop():
+                return False
+            size = _grown(size, mem.count_unembedded)
+        return True
+
+    def _embed(
+        self, texts: list[str], stop: Callable[[], bool] | None, step: int = _STEP
+    ) -> list[list[float]]:
+        """Vectors of `texts`; with `stop`, `step` texts at a time, and only those embedded
+        before it said stop (the caller stores what it got: the work is kept)."""
+        assert self.embedder is not None
+        step = step if stop is not None else self.embed_batch
+        vectors: list[list[float]] = []
+        for i in range(0, len(texts), step):
+            done = self.embedder.embed_documents(texts[i : i + step])
+            vectors += done
+            self.progress.advance(len(done))
+            if stop is not None and i + step < len(texts) and stop():
+                break
+        return vectors
 
     # -- the whole run ------------------------------------------------------------
 
@@ -299,12 +356,14 @@ class Indexer:
         only: PathSet | None = None,
         optimize: bool = True,
         trust_marker: bool = False,
+        stop_embedding: Callable[[], bool] | None = None,
     ) -> IndexReport:
         """Index `files` (a whole walk, or a partial one limited to `only`). `optimize`
         compacts the tables after a change; a long-lived caller does that on its own clock.
         `trust_marker`: repair only when a crash marker is left (a long-lived writer checked
         the stores thoroughly on its first run; every writer since leaves the marker if it
-        dies midway), instead of counting every store on every run."""
+        dies midway), instead of counting every store on every run. `stop_embedding`: see
+        `embed_pending`."""
         started = time.monotonic()
         store = self.store
         if store.dirty if trust_marker else store.needs_reconcile():
@@ -315,7 +374,7 @@ class Indexer:
         store.mark_clean()
         report.seconds_to_search = time.monotonic() - started
         if embed:
-            self.embed_pending(report)
+            self.embed_pending(report, stop_embedding)
         else:
             report.chunks_unembedded = store.lance.count_unembedded() if self.embedder else 0
         report.chunks_total = store.lance.count_current()
@@ -327,18 +386,16 @@ class Indexer:
         return report
 
 
-def _place(c: Chunk) -> tuple[int, int, str, str]:
+def _place(c: Chunk) -> Place:
     return (c.start_line, c.end_line, c.symbol, c.header)
 
 
-def _moved(
-    existing: dict[str, Chunk], stored: dict[str, tuple[Chunk, bool]]
-) -> dict[str, tuple[int, int, str, str]]:
+def _moved(existing: dict[str, Chunk], stored: dict[str, tuple[bool, Place]]) -> dict[str, Place]:
     """Unchanged chunks (same id) that now sit elsewhere in their file."""
     return {
         cid: _place(c)
         for cid, c in existing.items()
-        if cid in stored and _place(stored[cid][0]) != _place(c)
+        if cid in stored and stored[cid][1] != _place(c)
     }
 
 

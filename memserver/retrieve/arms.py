@@ -75,6 +75,9 @@ def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
 
 
 def _top(scores: np.ndarray, allowed: np.ndarray, k: int) -> list[int]:
+    """The k best allowed rows with a positive score: a vector at or below zero shares
+    nothing with the query, and the order of such ties is arbitrary."""
+    allowed = allowed & (scores > 0)
     scores = np.where(allowed, scores, -np.inf)
     k = min(k, int(allowed.sum()))
     if k <= 0:
@@ -104,7 +107,7 @@ def _ann_rows(snap: Snapshot, qv: np.ndarray, allowed: np.ndarray | None, k: int
     hits = snap.ann.search(qv, _ann_k(k, allowed), memories)
     rows, scores = [], []
     for (_, score), row in zip(hits, snap.rows_of([h for h, _ in hits], memories), strict=True):
-        if row is not None and (allowed is None or allowed[row]):
+        if row is not None and score > 0 and (allowed is None or allowed[row]):
             rows.append(row)
             scores.append(score)
     return rows[:k], scores[:k]

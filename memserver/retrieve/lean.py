@@ -13,6 +13,7 @@ candidates only; BM25 is tantivy as before.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -163,15 +164,28 @@ def _pool() -> ThreadPoolExecutor:
 @dataclass
 class Ann:
     """Dense arms through LanceDB's vector index. The chunk and memory searches of one
-    query can be started side by side (`prefetch`): each is mostly waiting on LanceDB."""
+    query can be started side by side (`prefetch`): each is mostly waiting on LanceDB.
+
+    A search visits `probe_fraction` of a table's ~sqrt(rows) IVF partitions, at least
+    `nprobes`: a fixed count would cover less of a growing table, and recall@10 against
+    exact search fell from 0.96 at 47k chunks to 0.92 at 102k with 80 probes."""
 
     store: IndexStore
     nprobes: int
     refine: int
     memory_refine: int
+    probe_fraction: float = 0.0
+    probes: dict[bool, int] = field(default_factory=dict)  # memories? → probes
     _pending: dict[tuple[bytes, int, bool], Future[list[tuple[str, float]]]] = field(
         default_factory=dict
     )
+
+    def calibrate(self) -> None:
+        """Probes per table from the rows its index covers now (on every view load)."""
+        lance = self.store.lance
+        for memories, table in ((False, lance.chunks), (True, lance.memories)):
+            rows, _ = lance.vector_index(table)
+            self.probes[memories] = max(self.nprobes, math.ceil(self.probe_fraction * rows**0.5))
 
     def prefetch(self, qv: np.ndarray, requests: Sequence[tuple[int, bool]]) -> None:
         if len(self._pending) > 64:  # searches started and never asked for
@@ -188,7 +202,8 @@ class Ann:
         lance = self.store.lance
         table, where = (lance.memories, _MEMORY_WHERE) if memories else (lance.chunks, _CHUNK_WHERE)
         refine = self.memory_refine if memories else self.refine
-        return lance.ann_search(table, qv, k, where=where, nprobes=self.nprobes, refine=refine)
+        nprobes = self.probes.get(memories, self.nprobes)
+        return lance.ann_search(table, qv, k, where=where, nprobes=nprobes, refine=refine)
 
 
 @dataclass
@@ -197,6 +212,7 @@ class LeanSnapshot(Snapshot):
     columns: dict[str, Coded] = field(default_factory=dict)  # path, language, kind, scope
     memory_scopes: Coded | None = None
     store: IndexStore | None = None
+    row_ids: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.uint64))
 
     def id_at(self, row: int) -> str:
         return str(self.ids[row].decode())
@@ -220,8 +236,12 @@ class LeanSnapshot(Snapshot):
 
     def fetch(self, rows: Sequence[int]) -> list[Chunk]:
         assert self.store is not None
-        found = self.store.lance.get_chunks([self.id_at(r) for r in rows])
-        return [found[self.id_at(r)][0] for r in rows]
+        ids = [self.id_at(r) for r in rows]
+        direct = self.store.lance.chunks_at(self.row_ids[list(rows)].tolist(), ids)
+        if direct is not None:
+            return direct
+        found = self.store.lance.get_chunks(ids)
+        return [found[i][0] for i in ids]
 
 
 def _names(paths: Coded, symbols: Coded) -> tuple[Groups, Groups]:
@@ -240,6 +260,7 @@ def _names(paths: Coded, symbols: Coded) -> tuple[Groups, Groups]:
 
 
 def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
+    ann.calibrate()
     table = store.lance.current_columns(_COLUMNS)
     table = table.take(pc.sort_indices(table, [("path", "ascending"),
                                                ("start_line", "ascending")]))  # fmt: skip
@@ -255,6 +276,7 @@ def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
         files={p: (r.size, r.mtime_ns, r.content_hash)
                for p, r in store.lance.manifest().items()},
         ids=ids, store=store, ann=ann,
+        row_ids=table.column("_rowid").to_numpy().astype(np.uint64),
         columns={"path": paths, "language": _coded(table.column("language")),
                  "kind": _coded(table.column("kind")), "scope": _scoped(table.column("scope"))},
     )  # fmt: skip

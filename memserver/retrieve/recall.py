@@ -53,7 +53,7 @@ class Recaller:
         self.view = RecallView(
             store, with_memories=True, ann_min_rows=settings.ann_min_rows,
             nprobes=settings.ann_nprobes, refine=settings.ann_refine,
-            memory_refine=settings.ann_memory_refine,
+            memory_refine=settings.ann_memory_refine, probe_fraction=settings.ann_probe_fraction,
         )  # fmt: skip
         self.root = root  # the project root, to tell when a returned file changed since
 

@@ -13,10 +13,12 @@ import pyarrow as pa
 
 from memserver.core.types import Memory
 from memserver.store.lance import (
+    ADDRESS,
     _batches,
     _in,
     _now,
     _take,
+    scan,
     scope_pairs,
     scope_row,
     select,
@@ -30,6 +32,7 @@ STALE = "stale"
 FORGOTTEN = "forgotten"
 SUPERSEDED = "superseded"
 _STALE_NOTE = f"status = '{STALE}' AND array_length(source_ids) > 1"
+_SHOWN = f"status = '{ACTIVE}' OR ({_STALE_NOTE})"
 _COLUMNS = [
     "id", "type", "key", "text", "entities", "source_ids", "distiller", "status",
     "event_time", "scope", "derived_from",
@@ -100,6 +103,31 @@ class MemoryRows:
             if s and len(s) > 1
         }  # fmt: skip
 
+    def about(
+        self, chunk_ids: Sequence[str]
+    ) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, ...]]]:
+        """`states(origins=chunk_ids)` and `citations(of=chunk_ids)` in one read."""
+        wheres = []
+        for b in _batches(list(chunk_ids)):
+            listed = ", ".join(sql_quote(c) for c in b)
+            wheres.append(f"origin_chunk IN ({listed}) OR (array_length(source_ids) > 1 "
+                          f"AND array_has_any(source_ids, [{listed}]))")  # fmt: skip
+        if not wheres:
+            return {}, {}
+        t = self._read(["id", "status", "origin_chunk", "source_ids"], wheres, "read memories")
+        wanted = set(chunk_ids)
+        states: dict[str, tuple[str, str]] = {}
+        citations: dict[str, tuple[str, ...]] = {}
+        for i, status, origin, sources in zip(
+            t.column("id").to_pylist(), t.column("status").to_pylist(),
+            t.column("origin_chunk").to_pylist(), t.column("source_ids").to_pylist(), strict=True,
+        ):  # fmt: skip
+            if origin in wanted:
+                states[i] = (status, origin)
+            if sources and len(sources) > 1 and wanted.intersection(sources):
+                citations[i] = tuple(sources)
+        return states, citations
+
     def of_origin(self, chunk_ids: Sequence[str]) -> list[Memory]:
         if not chunk_ids:
             return []
@@ -151,14 +179,20 @@ class MemoryRows:
             rows.append(row)
         upsert(self.table, rows, self.dim, vectors, replace=replace, what="memories")
 
-    def set_status_by_origin(self, chunk_ids: Sequence[str], status: str) -> None:
-        self.set_status(chunk_ids, status, column="origin_chunk")
+    def set_status_by_origin(self, chunk_ids: Sequence[str], status: str, *, was: str) -> None:
+        """Set the status of the memories distilled from `chunk_ids` that are now `was`
+        (a forgotten or superseded memory keeps its status when its chunk moves)."""
+        self.set_status(chunk_ids, status, column="origin_chunk", was=was)
 
-    def set_status(self, ids: Sequence[str], status: str, column: str = "id") -> None:
-        """Set the status of the memories whose `column` is in `ids`."""
+    def set_status(
+        self, ids: Sequence[str], status: str, column: str = "id", was: str | None = None
+    ) -> None:
+        """Set the status of the memories whose `column` is in `ids` (and whose status is
+        `was`, when given)."""
+        only = "" if was is None else f" AND status = {sql_quote(was)}"
         try:
             for batch in _batches(list(ids)):
-                self.table.update(where=_in(column, batch), values={"status": status})
+                self.table.update(where=_in(column, batch) + only, values={"status": status})
         except Exception as exc:
             raise store_error(f"mark memories {status}", exc) from exc
 
@@ -216,18 +250,22 @@ class MemoryRows:
         except Exception as exc:
             raise store_error("mark memories superseded", exc) from exc
 
-    def active_table(self, with_vectors: bool, columns: Sequence[str] | None = None) -> pa.Table:
+    def active_table(
+        self, with_vectors: bool, columns: Sequence[str] | None = None, *,
+        ids: Sequence[str] | None = None, addresses: bool = False,
+    ) -> pa.Table:  # fmt: skip
         """Memories recall may show, as Arrow (id, sources, status, scope…[, vector]): the
-        active ones and stale notes about code (shown marked stale)."""
+        active ones and stale notes about code (shown marked stale). Only those of `ids`
+        when given; `addresses` adds each row's ADDRESS."""
         columns = list(columns or ["id", "type", "key", "text", "source_ids", "origin_chunk",
                                    "embedded", "status", "scope"])  # fmt: skip
         if with_vectors and self.dim:
             columns.append("vector")
-        try:
-            return (
-                self.table.search().where(f"status = '{ACTIVE}' OR ({_STALE_NOTE})")
-                .select(columns)
-                .limit(None).to_arrow()
-            )  # fmt: skip
-        except Exception as exc:
-            raise store_error("read memories", exc) from exc
+        if addresses:
+            columns.append(ADDRESS)
+        return scan(self.table, _SHOWN, columns, ids, "read memories")
+
+    def shown_addresses(self) -> dict[str, int]:
+        """Id → ADDRESS of the memories recall may show (see `active_table`)."""
+        t = scan(self.table, _SHOWN, ["id", ADDRESS], None, "read memory ids")
+        return dict(zip(t.column("id").to_pylist(), t.column(ADDRESS).to_pylist(), strict=True))

@@ -25,10 +25,11 @@ STATE_FILE = "state.json"
 _TABLES = ("chunks", "files")
 
 
-def fingerprint(index_dir: Path) -> list[Any] | None:
+def fingerprint(index_dir: Path, tables: Sequence[str] = _TABLES) -> list[Any] | None:
+    """The latest manifest of each of `tables` and tantivy's meta file (None: unreadable)."""
     parts: list[Any] = []
     try:
-        for table in _TABLES:
+        for table in tables:
             versions = index_dir / "lance" / f"{table}.lance" / "_versions"
             manifests = sorted(n for n in os.listdir(versions) if n.endswith(".manifest"))
             if not manifests:

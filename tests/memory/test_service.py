@@ -194,3 +194,28 @@ def test_an_interrupted_remember_is_repaired_on_the_next_run(repo, monkeypatch) 
     fresh = engine.open_store()
     assert not fresh.needs_reconcile()
     assert fresh.bm25.search(query_terms("wombat queue"), 5, "chunk")
+
+
+def test_a_forgotten_code_memory_stays_forgotten_when_its_chunk_comes_back(repo) -> None:
+    """An edit closes a chunk and a revert brings it back: the memories distilled from it
+    return to search, except one that was forgotten."""
+    root, engine = repo
+    store = engine.open_store()
+    chunk_ids = store.lance.manifest()["src/config.py"].chunk_ids
+    by_chunk = store.memories.about(list(chunk_ids))[0]
+    (mid, (_, origin)), *_ = sorted(by_chunk.items())
+    siblings = sorted(m for m, (_, o) in by_chunk.items() if m != mid)
+    engine.memory_service().forget([mid], reason="wrong")
+    path = root / "src" / "config.py"
+    original = path.read_text()
+    path.write_text("# emptied for a moment\n")
+    engine.index()
+    path.write_text(original)
+    engine.index()
+    store = engine.open_store()
+    got = store.memories.get([mid, *siblings])
+    assert got[mid].status == "forgotten"
+    assert all(got[m].status == "active" for m in siblings)
+    in_search = store.bm25.all_ids("memory")
+    assert mid not in in_search and set(siblings) <= in_search
+    assert origin in store.lance.manifest()["src/config.py"].chunk_ids

@@ -6,6 +6,7 @@ in-memory path over the same index is the reference.
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -136,3 +137,49 @@ def test_lean_filters_and_merging(engines) -> None:
         assert got[0].path == want[0].path, query
         # the tail is weak, near-tied dense matches: a fused rank moves by one now and then
         assert len(_lines(got) & _lines(want)) >= 0.5 * len(_lines(want)), query
+
+
+def test_vector_index_of_another_kind_is_rebuilt(repo: Path, tmp_path: Path) -> None:
+    """An index built by an older release (another kind) is replaced on the next run, and
+    the probes a search visits follow the rows the index covers."""
+    from lancedb.index import IvfHnswSq
+
+    from memserver.engine import Engine
+    from memserver.store.lance import vector_index_kind
+
+    engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
+                    overrides={"recall": {"ann_min_rows": 50, "ann_nprobes": 1,
+                                          "ann_probe_fraction": 2.0}})  # fmt: skip
+    engine.index()
+    lance = engine.open_store().lance
+    rows, kind = lance.vector_index()
+    assert kind == vector_index_kind(rows)
+    assert lance.ensure_vector_index(50) == []  # up to date: nothing to do
+    older = IvfHnswSq(distance_type="dot", num_partitions=2)
+    lance.chunks.create_index("vector", replace=True, config=older)
+    assert lance.vector_index()[1] == "IVF_HNSW_SQ"
+    assert "chunks" in lance.ensure_vector_index(50)
+    assert lance.vector_index() == (rows, vector_index_kind(rows))
+    snap = engine.recaller(rerank=False).view.get()
+    assert snap.ann is not None
+    assert snap.ann.probes[False] == math.ceil(2.0 * rows**0.5)
+
+
+def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
+    """Evidence is read by row id; once an update and a compaction have moved rows under a
+    snapshot, the same rows still come back (read by id instead)."""
+    from memserver.engine import Engine
+
+    engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
+                    overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+    engine.index()
+    snap = engine.recaller(rerank=False).view.get()
+    rows = list(range(0, snap.size(), 7))
+    before = [(c.id, c.text) for c in snap.fetch(rows)]
+    assert [i for i, _ in before] == [snap.id_at(r) for r in rows]
+    lance = engine.open_store().lance
+    assert lance.chunks_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is not None
+    lance.chunks.update(where="start_line >= 1", values={"embedded": True})  # rewrites rows
+    lance.chunks.optimize()
+    assert lance.chunks_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is None
+    assert [(c.id, c.text) for c in snap.fetch(rows)] == before
