@@ -65,6 +65,9 @@ class RecallSettings:
     expansion_weight: float = 0.5
     exact_weight: float = 1.0
     memory_weight: float = 0.3
+    speaker_boost: float = 1.0
+    turn_continuations: int = 2
+    date_weight: float = 1.0
     rerank_candidates: int = 30
     gate_weights: tuple[float, ...] = (18.4196, 14.5424, 3.9074, 1.2029, -5.2954)
     gate_bias: float = -16.1027

@@ -15,7 +15,7 @@ from functools import cache
 
 from memserver.core.text import splice
 
-__all__ = ["Resolved", "resolve_relative"]
+__all__ = ["Resolved", "dates_named", "resolve_relative"]
 
 _NUM = (
     r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
@@ -89,3 +89,46 @@ def resolve_relative(text: str, event_time: datetime) -> tuple[str, list[Resolve
         if when is not None:
             found.append(Resolved(m.group(), when.date().isoformat(), m.start(), m.end()))
     return splice(text, ((r.end, r.end, f" ({r.date})") for r in found)), found
+
+
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+          r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")  # fmt: skip
+_ORD = r"(?:st|nd|rd|th)?"
+_DAY_DATE = re.compile(
+    rf"\b(?:\d{{1,2}}{_ORD}\s+(?:of\s+)?{_MONTH},?\s+\d{{4}}|{_MONTH}\s+\d{{1,2}}{_ORD},?\s+\d{{4}}"
+    rf"|\d{{4}}-\d{{2}}-\d{{2}})\b",
+    re.I,
+)
+_MONTH_DATE = re.compile(rf"\b{_MONTH},?\s+\d{{4}}\b", re.I)
+
+
+def dates_named(text: str) -> list[tuple[datetime, datetime]]:
+    """The calendar days and months `text` names in full ("on 3 June, 2023", "May 2023",
+    "2023-06-03"), each as a [start, end) span in UTC; relative phrases are not read here
+    (a question's "last week" has no base to resolve against)."""
+    from datetime import UTC, timedelta
+
+    dateparser = _parser()
+    spans: list[tuple[datetime, datetime]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, month in ((_DAY_DATE, False), (_MONTH_DATE, True)):
+        for m in pattern.finditer(text):
+            if any(a <= m.start() < b for a, b in taken):
+                continue
+            phrase = re.sub(r"(\d)(?:st|nd|rd|th)\b|\bof\s+", r"\1", m.group(), flags=re.I)
+            settings = {"PREFER_DAY_OF_MONTH": "first", "RETURN_AS_TIMEZONE_AWARE": False}
+            try:
+                when = dateparser.parse(phrase, languages=["en"], settings=settings)  # type: ignore[attr-defined]
+            except Exception:
+                when = None
+            if when is None:
+                continue
+            taken.append((m.start(), m.end()))
+            start = when.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=UTC)
+            if month:
+                start = start.replace(day=1)
+                end = (start + timedelta(days=32)).replace(day=1)
+            else:
+                end = start + timedelta(days=1)
+            spans.append((start, end))
+    return spans

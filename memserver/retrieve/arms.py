@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -74,6 +75,21 @@ def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
     return mask
 
 
+def time_mask(snap: Snapshot, spans: Sequence[tuple[datetime, datetime]],
+              mask: np.ndarray | None) -> np.ndarray | None:  # fmt: skip
+    """Rows (within `mask`) of notes and turns from a day or month the query names, a day
+    either side for time zones; None when there are none (or the view holds no rows:
+    the lean view of a large code index)."""
+    if not spans or not snap.chunks:
+        return None
+    wide = [(a - _SLACK, b + _SLACK) for a, b in spans]
+    keep = np.array([c.event_time is not None and any(a <= c.event_time < b for a, b in wide)
+                     for c in snap.chunks], dtype=bool)  # fmt: skip
+    if mask is not None:
+        keep &= mask
+    return keep if keep.any() else None
+
+
 def _top(scores: np.ndarray, allowed: np.ndarray, k: int) -> list[int]:
     """The k best allowed rows with a positive score: a vector at or below zero shares
     nothing with the query, and the order of such ties is arbitrary."""
@@ -84,6 +100,9 @@ def _top(scores: np.ndarray, allowed: np.ndarray, k: int) -> list[int]:
         return []
     idx = np.argpartition(-scores, k - 1)[:k]
     return [int(i) for i in idx[np.argsort(-scores[idx], kind="stable")]]
+
+
+_SLACK = timedelta(days=1)
 
 
 def _ann_k(k: int, allowed: np.ndarray | None) -> int:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from importlib import resources
 
 from memserver.core.text import analysed
+from memserver.memory.timeexpr import dates_named
 from memserver.store.bm25 import query_terms
 
 # a dotted name, a snake/camel identifier, or a file name / path
@@ -39,6 +41,7 @@ class QueryPlan:
     identifiers: tuple[str, ...]
     content_words: tuple[str, ...]
     depth: int  # candidates kept per arm
+    dates: tuple[tuple[datetime, datetime], ...] = ()  # days and months named: [start, end)
 
 
 @lru_cache(maxsize=1)
@@ -88,4 +91,5 @@ def plan_query(
             routes.append(Route(f"expansion:{word}", " ".join(swapped), swapped, weights[2]))
     # more content words → a vaguer question → look deeper before fusing
     depth = min(3 * base_depth, base_depth + 5 * max(0, len(content) - 4))
-    return QueryPlan(query, tuple(routes), identifiers(query), content, depth)
+    dates = tuple(dates_named(query))
+    return QueryPlan(query, tuple(routes), identifiers(query), content, depth, dates)

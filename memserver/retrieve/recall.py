@@ -26,7 +26,18 @@ from memserver.retrieve.gate import FEATURES, GateSignals, confidence, coverage
 from memserver.retrieve.merge import merge_adjacent
 from memserver.retrieve.pack import pack
 from memserver.retrieve.plan import QueryPlan, plan_query
+from memserver.retrieve.speakers import (
+    COMPARED,
+    named_speakers,
+    next_turn_paths,
+    prefer,
+    speaker_of,
+    stated_by_another,
+    subject,
+    without_names,
+)
 from memserver.retrieve.view import RecallView, Snapshot
+from memserver.store.bm25 import query_terms
 from memserver.store.index import IndexStore
 
 MIN_BUDGET, MAX_BUDGET = 1, 1_000_000
@@ -77,25 +88,27 @@ class Recaller:
             raise ConfigError(f"budget_tokens must be positive, got {budget}", hint="e.g. 4096")
         started = time.perf_counter()
         snap = self.view.get()
-        plan = plan_query(
-            query, expansions=s.expansions,
-            weights=(s.original_weight, s.canonical_weight, s.expansion_weight),
-            base_depth=s.candidates,
-            rewrites=self.expander.expand(query) if self.expander is not None else (),
-        )  # fmt: skip
         filters = filters or Filters()
-        mask = arms.filter_mask(snap, filters)
-        mmask = arms.memory_mask(snap, filters)
-        via: dict[str, set[str]] = {}
-        ranked, weights, firsts = self._arms(snap, plan, (mask, mmask), include_memories, via)
-        fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
-        evidence = self._evidence(snap, fused, via)
-        head = k  # only what can reach the pack is worth merging (and re-counting)
-        evidence = merge_adjacent(snap, evidence[:head], self.tokens) + evidence[head:]
-        if rerank and self.reranker is not None and evidence:
-            evidence = self._rerank(query, evidence)
+        masks = (arms.filter_mask(snap, filters), arms.memory_mask(snap, filters))
+        plan, evidence, firsts = self._retrieve(snap, query, masks, include_memories, k)
+        evidence = self._refine(snap, query, evidence, k, rerank)
         signals = self._signals(plan, evidence, firsts)
         conf = self._confidence(signals)
+        # a question about one speaker of remembered turns: ask it again without the
+        # names and prefer that speaker's turns; the gate keeps the question's own
+        # signals, and holds back what only someone else said (retrieve.speakers)
+        named, speakers = named_speakers(query, evidence[: 3 * k])
+        stripped = without_names(query, speakers) if named else ""
+        if stripped and stripped != query and query_terms(stripped):
+            if len(named) == 1 and stated_by_another(
+                query_terms(stripped), evidence[:COMPARED], named[0]
+            ):
+                conf = min(conf, s.gate_threshold / 2)
+            plan, evidence, _ = self._retrieve(snap, stripped, masks, include_memories, k)
+            evidence = self._refine(snap, stripped, evidence, k, rerank)
+        if who := subject(query, named):
+            evidence = prefer(evidence, who, s.speaker_boost)
+        evidence = self._continue_turns(snap, evidence, s.turn_continuations, masks[0])
         packed = pack(evidence, budget, max_files or s.max_files, k)
         packed = replace(packed, evidence=self._mark_changed(snap, packed.evidence))
         unembedded = int((~snap.embedded).sum()) if self.embedder is not None else 0
@@ -109,6 +122,33 @@ class Recaller:
         return result
 
     # -- stages --------------------------------------------------------------------
+
+    def _retrieve(
+        self, snap: Snapshot, query: str,
+        masks: tuple[np.ndarray | None, np.ndarray | None], include_memories: bool, k: int,
+    ) -> tuple[QueryPlan, list[Evidence], dict[str, Ranked]]:  # fmt: skip
+        """Plan, arms, fusion and the evidence rows, best first."""
+        s = self.settings
+        plan = plan_query(
+            query, expansions=s.expansions,
+            weights=(s.original_weight, s.canonical_weight, s.expansion_weight),
+            base_depth=s.candidates,
+            rewrites=self.expander.expand(query) if self.expander is not None else (),
+        )  # fmt: skip
+        via: dict[str, set[str]] = {}
+        ranked, weights, firsts = self._arms(snap, plan, masks, include_memories, via)
+        fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
+        return plan, self._evidence(snap, fused, via), firsts
+
+    def _refine(
+        self, snap: Snapshot, query: str, evidence: list[Evidence], k: int, rerank: bool
+    ) -> list[Evidence]:
+        """Neighbouring chunks merged in the first k (only what can reach the pack is worth
+        merging and re-counting), then the cross-encoder's order when there is one."""
+        evidence = merge_adjacent(snap, evidence[:k], self.tokens) + evidence[k:]
+        if rerank and self.reranker is not None and evidence:
+            evidence = self._rerank(query, evidence)
+        return evidence
 
     def _arms(
         self, snap: Snapshot, plan: QueryPlan,
@@ -146,6 +186,14 @@ class Recaller:
                 if arm.startswith(name + "/"):
                     memory = arm.endswith("-memory")
                     weights[arm] = route.weight * (self.settings.memory_weight if memory else 1.0)
+        dated = arms.time_mask(snap, plan.dates, mask)
+        if dated is not None:  # the original route again, over what was said on that day
+            ranked["date/bm25"] = arms.bm25_arm(self.store.bm25, snap, plan.routes[0], "chunk",
+                                                dated, 4 * depth, via)[:depth]  # fmt: skip
+            if qvs:
+                ranked["date/dense"] = arms.dense_chunks(snap, qvs[0], dated, depth)
+            for arm in ("date/bm25", "date/dense"):
+                weights[arm] = self.settings.date_weight
         exact = arms.exact_names(snap, plan, mask)
         if exact:
             ranked["exact"] = exact
@@ -180,6 +228,29 @@ class Recaller:
                     stale=row in snap.stale_rows,
                 )
             )
+        return out
+
+    def _continue_turns(
+        self, snap: Snapshot, evidence: list[Evidence], best: int, mask: np.ndarray | None
+    ) -> list[Evidence]:
+        """After each of the `best` first turns, its speaker's next turn (retrieve.speakers)."""
+        out = list(evidence)
+        for e in evidence[:best]:
+            who = speaker_of(e)
+            if not who:
+                continue
+            paths = next_turn_paths(e, 3)
+            rows = [r for p in paths for r in snap.by_path.get(p.lower(), ())[:1]]
+            rows = [r for r in rows if mask is None or mask[r]]
+            fused = [Fused(snap.id_at(r), e.score, ("next-turn",)) for r in rows]
+            for n in self._evidence(snap, fused, {}):
+                if speaker_of(n) == who:
+                    ids = [x.id for x in out]
+                    at = ids.index(e.id)
+                    if n.id not in ids[: at + 1]:  # moved up when it is further down
+                        out = [x for x in out if x.id != n.id]
+                        out.insert(at + 1, n)
+                    break
         return out
 
     def _mark_changed(self, snap: Snapshot, evidence: Sequence[Evidence]) -> tuple[Evidence, ...]:
