@@ -73,8 +73,8 @@ class RecallSettings:
     gate_bias: float = -16.1027
     gate_threshold: float = 0.6305
     ann_min_rows: int = 20_000  # from this many chunks on: ANN index, lean recall view
-    ann_nprobes: int = 80
-    ann_probe_fraction: float = 0.37
+    ann_nprobes: int = 20
+    ann_probe_factor: float = 5.4
     ann_refine: int = 2
     ann_memory_refine: int = 1
 

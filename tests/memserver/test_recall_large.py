@@ -149,7 +149,7 @@ def test_vector_index_of_another_kind_is_rebuilt(repo: Path, tmp_path: Path) -> 
 
     engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
                     overrides={"recall": {"ann_min_rows": 50, "ann_nprobes": 1,
-                                          "ann_probe_fraction": 2.0}})  # fmt: skip
+                                          "ann_probe_factor": 2.0}})  # fmt: skip
     engine.index()
     lance = engine.open_store().lance
     rows, kind = lance.vector_index()
@@ -162,7 +162,7 @@ def test_vector_index_of_another_kind_is_rebuilt(repo: Path, tmp_path: Path) -> 
     assert lance.vector_index() == (rows, vector_index_kind(rows))
     snap = engine.recaller(rerank=False).view.get()
     assert snap.ann is not None
-    assert snap.ann.probes[False] == math.ceil(2.0 * rows**0.5)
+    assert snap.ann.probes[False] == math.ceil(2.0 * rows**0.25)
 
 
 def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
