@@ -157,14 +157,17 @@ def main() -> None:
         "embedder": engine.settings.embedding.model,
         "chunks": first.chunks_total,
         "edits": len(latencies),
-        "save_to_searchable_p50_s": round(statistics.median(latencies), 3),
-        "save_to_searchable_p95_s": round(pct(latencies, 0.95), 3),
-        "save_to_searchable_max_s": round(max(latencies), 3),
-        "batch_to_bm25_p50_s": round(statistics.median(batch_search), 3),
-        "batch_embedding_p50_s": round(statistics.median(batch_embed), 3),
-        "batch_total_p50_s": round(statistics.median(batch_total), 3),
-        "batch_total_p95_s": round(pct(batch_total, 0.95), 3),
     }
+    if latencies:  # --edits 0: the storm only
+        result.update({
+            "save_to_searchable_p50_s": round(statistics.median(latencies), 3),
+            "save_to_searchable_p95_s": round(pct(latencies, 0.95), 3),
+            "save_to_searchable_max_s": round(max(latencies), 3),
+            "batch_to_bm25_p50_s": round(statistics.median(batch_search), 3),
+            "batch_embedding_p50_s": round(statistics.median(batch_embed), 3),
+            "batch_total_p50_s": round(statistics.median(batch_total), 3),
+            "batch_total_p95_s": round(pct(batch_total, 0.95), 3),
+        })  # fmt: skip
     if args.storm_writes > 0:
         reports.clear()
         result["storm"] = run_storm(args, root, engine, watcher, reports, rng, work)
