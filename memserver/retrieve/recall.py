@@ -115,9 +115,9 @@ class Recaller:
         evidence = self._refine(snap, query, evidence, k, rerank)
         signals = self._signals(plan, evidence, firsts)
         conf = self._confidence(signals)
-        # a question about one speaker of remembered turns: ask it again without the
-        # names and prefer that speaker's turns; the gate keeps the question's own
-        # signals, and holds back what only someone else said (retrieve.speakers)
+        # a question naming speakers of remembered turns: ask it again without the names
+        # and prefer its subject's turns; the gate keeps the question's own signals and,
+        # with one speaker named, holds back what only someone else said (retrieve.speakers)
         named, speakers = named_speakers(query, evidence[: 3 * k])
         stripped = without_names(query, speakers) if named else ""
         if stripped and stripped != query and query_terms(stripped):
