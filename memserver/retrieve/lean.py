@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -151,14 +152,9 @@ def _bytes(column: pa.ChunkedArray) -> np.ndarray:
     return np.array(column.to_pylist(), dtype=np.bytes_)
 
 
-_POOL: ThreadPoolExecutor | None = None
-
-
+@cache
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memserver-ann")
-    return _POOL
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="memserver-ann")
 
 
 @dataclass

@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,9 @@ from memserver.store.index import IndexStore
 MIN_BUDGET, MAX_BUDGET = 1, 1_000_000
 
 
-_KEYWORD_POOL: ThreadPoolExecutor | None = None
-
-
+@cache
 def _keyword_pool() -> ThreadPoolExecutor:
-    global _KEYWORD_POOL
-    if _KEYWORD_POOL is None:
-        _KEYWORD_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memserver-bm25")
-    return _KEYWORD_POOL
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="memserver-bm25")
 
 
 def _bm25(
