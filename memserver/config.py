@@ -75,6 +75,7 @@ class RecallSettings:
     ann_min_rows: int = 20_000  # from this many chunks on: ANN index, lean recall view
     ann_nprobes: int = 20
     ann_probe_factor: float = 5.4
+    ann_memory_probe_factor: float = 4.0
     ann_refine: int = 2
     ann_memory_refine: int = 1
 

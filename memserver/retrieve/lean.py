@@ -29,13 +29,11 @@ from memserver.core.types import Chunk
 from memserver.retrieve.view import Snapshot
 from memserver.store.index import IndexStore
 from memserver.store.lance import scope_pairs
-from memserver.store.memories import _STALE_NOTE, ACTIVE
 
 _COLUMNS = ["id", "path", "start_line", "origin", "language", "kind", "symbol", "scope",
             "embedded"]  # fmt: skip
 _MEMORY_COLUMNS = ["id", "source_ids", "status", "scope"]
-_CHUNK_WHERE = "valid_to IS NULL AND embedded = true"
-_MEMORY_WHERE = f"(status = '{ACTIVE}' OR ({_STALE_NOTE})) AND embedded = true"
+_MAX_WIDEN = 4.0  # a dense search asks for at most this many times k rows
 
 
 class IdRows:
@@ -174,7 +172,11 @@ class Ann:
     refine: int
     memory_refine: int
     probe_factor: float = 0.0
+    memory_probe_factor: float = 0.0  # the memory arm's (it weighs 0.3 in fusion)
     probes: dict[bool, int] = field(default_factory=dict)  # memories? → probes
+    # memories? → rows in the table per row the view shows: the search filters nothing
+    # (the view drops closed, unembedded and hidden rows), so it asks for that many more
+    widen: dict[bool, float] = field(default_factory=dict)
     _pending: dict[tuple[bytes, int, bool], Future[list[tuple[str, float]]]] = field(
         default_factory=dict
     )
@@ -184,7 +186,8 @@ class Ann:
         lance = self.store.lance
         for memories, table in ((False, lance.chunks), (True, lance.memories)):
             rows, _ = lance.vector_index(table)
-            self.probes[memories] = max(self.nprobes, math.ceil(self.probe_factor * rows**0.25))
+            factor = self.memory_probe_factor if memories else self.probe_factor
+            self.probes[memories] = max(self.nprobes, math.ceil(factor * rows**0.25))
 
     def prefetch(self, qv: np.ndarray, requests: Sequence[tuple[int, bool]]) -> None:
         if len(self._pending) > 64:  # searches started and never asked for
@@ -197,12 +200,21 @@ class Ann:
         started = self._pending.pop((qv.tobytes(), k, memories), None)
         return started.result() if started is not None else self._search(qv, k, memories)
 
+    def shown(self, memories: bool, rows: int) -> None:
+        """The view shows `rows` rows of the chunk (or memory) table."""
+        table = self.store.lance.memories if memories else self.store.lance.chunks
+        self.widen[memories] = min(_MAX_WIDEN, int(table.count_rows()) / max(1, rows))
+
     def _search(self, qv: np.ndarray, k: int, memories: bool) -> list[tuple[str, float]]:
+        """The k nearest rows of the table, more when the table holds rows the view does not
+        show. No filter: a post-filter costs a quarter of a search, and the caller keeps only
+        rows of the view with a positive score (an unembedded row's vector is zero)."""
         lance = self.store.lance
-        table, where = (lance.memories, _MEMORY_WHERE) if memories else (lance.chunks, _CHUNK_WHERE)
+        table = lance.memories if memories else lance.chunks
         refine = self.memory_refine if memories else self.refine
         nprobes = self.probes.get(memories, self.nprobes)
-        return lance.ann_search(table, qv, k, where=where, nprobes=nprobes, refine=refine)
+        wide = math.ceil(k * self.widen.get(memories, 1.0))
+        return lance.ann_search(table, qv, wide, where=None, nprobes=nprobes, refine=refine)
 
 
 @dataclass
@@ -234,9 +246,10 @@ class LeanSnapshot(Snapshot):
         return [None if r < 0 else int(r) for r in found]
 
     def fetch(self, rows: Sequence[int]) -> list[Chunk]:
+        """The chunks evidence shows (read without event time, scope and tags)."""
         assert self.store is not None
         ids = [self.id_at(r) for r in rows]
-        direct = self.store.lance.chunks_at(self.row_ids[list(rows)].tolist(), ids)
+        direct = self.store.lance.chunks_at(self.row_ids[list(rows)].tolist(), ids, brief=True)
         if direct is not None:
             return direct
         found = self.store.lance.get_chunks(ids)
@@ -280,8 +293,10 @@ def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
                  "kind": _coded(table.column("kind")), "scope": _scoped(table.column("scope"))},
     )  # fmt: skip
     del table
+    ann.shown(False, len(ids))
     if with_memories:
         _load_memories(store, snap)
+        ann.shown(True, len(snap.memory_ids))
     pa.default_memory_pool().release_unused()  # the columns read above: ~20% of the view's RSS
     return snap
 

@@ -82,6 +82,7 @@ class Recaller:
             store, with_memories=True, ann_min_rows=settings.ann_min_rows,
             nprobes=settings.ann_nprobes, refine=settings.ann_refine,
             memory_refine=settings.ann_memory_refine, probe_factor=settings.ann_probe_factor,
+            memory_probe_factor=settings.ann_memory_probe_factor,
         )  # fmt: skip
         self.root = root  # the project root, to tell when a returned file changed since
 

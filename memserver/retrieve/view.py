@@ -332,11 +332,12 @@ class RecallView:
     def __init__(
         self, store: IndexStore, with_memories: bool = True, *, ann_min_rows: int = 0,
         nprobes: int = 20, refine: int = 5, memory_refine: int = 5, probe_factor: float = 0.0,
+        memory_probe_factor: float = 0.0,
     ) -> None:  # fmt: skip
         self.store = store
         self.with_memories = with_memories
         self.ann_min_rows = ann_min_rows  # from this many current chunks on: the lean view
-        self.ann_settings = (nprobes, refine, memory_refine, probe_factor)
+        self.ann_settings = (nprobes, refine, memory_refine, probe_factor, memory_probe_factor)
         self._lock = threading.Lock()
         self._print: Any = None
         self._snap: Snapshot | None = None
