@@ -194,6 +194,7 @@ class Watcher:
         max_paths: int = 2000,
         catch_up: bool = True,
         on_idle: Callable[[], Any] | None = None,
+        work_left: Callable[[], bool] | None = None,
     ) -> None:
         self.root = str(Path(root).resolve())
         self.on_batch = on_batch
@@ -201,6 +202,7 @@ class Watcher:
         self.queue = ChangeQueue(debounce, max_delay, max_paths)
         self.catch_up = catch_up
         self.on_idle = on_idle
+        self.work_left = work_left  # work `on_idle` still has to do (not idle until done)
         self.batches = 0
         self.errors = 0
         self.last_error = ""
@@ -316,14 +318,18 @@ class Watcher:
 
     def _idle_work(self) -> None:
         assert self.on_idle is not None
+        self._busy.set()
         try:
             self.on_idle()
         except Exception as exc:  # housekeeping can wait for the next quiet moment
             logger.warning("memserver watch: idle work failed: %s", exc)
+        finally:
+            self._busy.clear()
 
     def idle(self) -> bool:
-        """Nothing queued and no batch running."""
-        return not self._busy.is_set() and self.queue.pending() == 0
+        """Nothing queued, no batch or idle work running, and none left to do."""
+        left = self.work_left is not None and self.work_left()
+        return not self._busy.is_set() and self.queue.pending() == 0 and not left
 
     def wait_idle(self, timeout: float, settle: float = 0.3) -> bool:
         """Wait until the watcher has been idle for `settle` seconds (tests, benchmarks)."""

@@ -175,6 +175,7 @@ def start_watching(
         engine.root, live.apply, ignore_dirs=[str(engine.index_dir)],
         debounce=w.debounce_ms / 1000, max_delay=w.max_delay_ms / 1000,
         max_paths=w.max_batch_paths, on_idle=live.tick,
+        work_left=lambda: live.embedding_left,
     )  # fmt: skip
     live.should_yield = lambda: watcher.queue.pending() > 0
     watcher.start()
