@@ -75,6 +75,9 @@ def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
     return mask
 
 
+_SLACK = timedelta(days=1)  # a named day also takes the days either side (time zones)
+
+
 def time_mask(snap: Snapshot, spans: Sequence[tuple[datetime, datetime]],
               mask: np.ndarray | None) -> np.ndarray | None:  # fmt: skip
     """Rows (within `mask`) of notes and turns from a day or month the query names, a day
@@ -100,9 +103,6 @@ def _top(scores: np.ndarray, allowed: np.ndarray, k: int) -> list[int]:
         return []
     idx = np.argpartition(-scores, k - 1)[:k]
     return [int(i) for i in idx[np.argsort(-scores[idx], kind="stable")]]
-
-
-_SLACK = timedelta(days=1)
 
 
 def _ann_k(k: int, allowed: np.ndarray | None) -> int:

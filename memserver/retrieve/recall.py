@@ -117,10 +117,9 @@ class Recaller:
         # with one speaker named, holds back what only someone else said (retrieve.speakers)
         named, speakers = named_speakers(query, evidence[: 3 * k])
         stripped = without_names(query, speakers) if named else ""
-        if stripped and stripped != query and query_terms(stripped):
-            if len(named) == 1 and stated_by_another(
-                query_terms(stripped), evidence[:COMPARED], named[0]
-            ):
+        terms = query_terms(stripped) if stripped and stripped != query else []
+        if terms:
+            if len(named) == 1 and stated_by_another(terms, evidence[:COMPARED], named[0]):
                 conf = min(conf, s.gate_threshold / 2)
             plan, evidence, _ = self._retrieve(snap, stripped, masks, include_memories, k)
             evidence = self._refine(snap, stripped, evidence, k, rerank)

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from memserver.core.errors import IndexMismatch, PathError, StoreError
-from memserver.store.failures import failure_hint
+from memserver.store.failures import write_error
 from memserver.store.index import IndexStore
 from memserver.store.lock import LOCK_FILE, WriterLock
 from memserver.store.meta import META_FILE, SCHEMA_VERSION, read_meta, write_meta
@@ -384,10 +384,7 @@ def _extract(archive: Path, dest: Path) -> None:
                 with target.open("xb") as fh:
                     shutil.copyfileobj(src, fh)
             except OSError as exc:
-                raise StoreError(
-                    f"cannot write {target}: {exc.strerror or exc}",
-                    hint=failure_hint(exc, "check that the index directory is writable"),
-                ) from exc
+                raise write_error(f"write {target}", exc) from exc
 
 
 def _verify(archive: Path, staged: Path, info: ArtifactInfo, root: Path) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import errno
 
+from memserver.core.errors import StoreError
+
 DISK_FULL = "the disk is full: free space (or move the index with --index-dir) and re-run"
 READ_ONLY = "the index directory is read-only: fix its permissions or use --index-dir"
 
@@ -36,3 +38,12 @@ def failure_hint(exc: BaseException, otherwise: str) -> str:
     if kind == "read-only":
         return READ_ONLY
     return otherwise
+
+
+def write_error(what: str, exc: OSError) -> StoreError:
+    """A failed write to the index folder (`what`: "write index metadata …"), with the hint
+    its cause calls for."""
+    return StoreError(
+        f"cannot {what}: {exc.strerror or exc}",
+        hint=failure_hint(exc, "check that the index directory is writable"),
+    )

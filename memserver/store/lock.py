@@ -17,8 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from memserver.core.errors import IndexLocked, StoreError
-from memserver.store.failures import failure_hint
+from memserver.core.errors import IndexLocked
+from memserver.store.failures import write_error
 
 LOCK_FILE = "writer.lock"
 
@@ -34,10 +34,7 @@ class WriterLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise StoreError(
-                f"cannot open the writer lock {self.path}: {exc.strerror or exc}",
-                hint=failure_hint(exc, "check that the index directory is writable"),
-            ) from exc
+            raise write_error(f"open the writer lock {self.path}", exc) from exc
         deadline = time.monotonic() + self.timeout
         while True:
             try:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from memserver.core.errors import IndexMismatch, StoreError
-from memserver.store.failures import failure_hint
+from memserver.store.failures import write_error
 
 META_FILE = "meta.json"
 SCHEMA_VERSION = 2  # bump when a table's schema changes: old indexes must be rebuilt
@@ -60,10 +60,7 @@ def write_meta(index_dir: Path, meta: IndexMeta) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        raise StoreError(
-            f"cannot write index metadata {path}: {exc.strerror or exc}",
-            hint=failure_hint(exc, "check that the index directory is writable"),
-        ) from exc
+        raise write_error(f"write index metadata {path}", exc) from exc
 
 
 def check_compatible(meta: IndexMeta, embedder: str, dim: int) -> None:
