@@ -6,6 +6,7 @@ import dataclasses
 import shutil
 import time
 from collections.abc import Mapping
+from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,7 @@ class Engine:
             embed_batch=self.settings.index.embed_batch_chunks,
             progress=progress, git=git, chunker_id=self.chunker_id(),
             distiller=self.distiller(),
+            keep_versions=timedelta(minutes=self.settings.watch.keep_versions_minutes),
         )  # fmt: skip
 
     def recaller(self, *, rerank: bool = True) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from memserver.core.ids import chunk_id, content_hash
@@ -108,8 +109,12 @@ class Indexer:
         git: tuple[str, str] = ("", ""),
         chunker_id: str = "",
         distiller: Distiller | None = None,
+        keep_versions: timedelta | None = None,
     ) -> None:
         self.store = store
+        # after a run that changed something, table versions older than this are dropped
+        # (None: only compacted); a 100M-token build left 1,086 versions of the chunk table
+        self.keep_versions = keep_versions
         self.chunker = chunker
         self.embedder = embedder
         self.batch_files = batch_files
@@ -379,7 +384,10 @@ class Indexer:
             report.chunks_unembedded = store.lance.count_unembedded() if self.embedder else 0
         report.chunks_total = store.lance.count_current()
         if optimize and (report.chunks_added or report.chunks_removed or report.chunks_embedded):
-            store.lance.optimize()
+            if self.keep_versions is None:
+                store.lance.optimize()
+            else:
+                store.lance.housekeep(self.keep_versions)
             store.lance.ensure_vector_index(store.ann_min_rows)
         store.finish_run(*self.git, self.chunker_id)
         report.seconds = time.monotonic() - started

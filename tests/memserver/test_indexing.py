@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,28 @@ def test_no_op_shortcut_is_dropped_when_a_store_changed_behind_it(
     report = make_engine(sample_repo).index()
     assert report.repaired == 1 and report.files_unchanged == 4
     assert "c_" + "0" * 32 not in current_state(make_engine(sample_repo))["current"]
+
+
+def test_a_changing_run_drops_table_versions_older_than_the_margin(
+    sample_repo: Path, make_engine
+) -> None:
+    """`memserver index` compacts after a change and drops versions older than
+    `[watch] keep_versions_minutes`; with a margin of 30 ms only the newest few survive,
+    however many commits the runs made, and the index still answers."""
+    versions = lambda: len(list((engine.index_dir / "lance/chunks.lance/_versions").iterdir()))  # noqa: E731
+    engine = make_engine(sample_repo, overrides={"watch": {"keep_versions_minutes": 0.0005}})
+    kept = make_engine(sample_repo)
+    kept.index()
+    before = versions()
+    for i in range(3):
+        cfg = sample_repo / "src/config.py"
+        cfg.write_text(cfg.read_text() + f"\nEXTRA_{i} = {i}\n")
+        kept.index()
+    assert versions() > before + 3  # with the default 10-minute margin they all stay
+    cfg.write_text(cfg.read_text() + "\nLAST = 1\n")
+    time.sleep(0.1)
+    engine.index()
+    assert versions() <= 3
+    assert any(
+        "LAST" in e.text for e in make_engine(sample_repo).recaller().recall("LAST").evidence
+    )

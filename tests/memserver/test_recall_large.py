@@ -175,11 +175,29 @@ def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
     engine.index()
     snap = engine.recaller(rerank=False).view.get()
     rows = list(range(0, snap.size(), 7))
-    before = [(c.id, c.text) for c in snap.fetch(rows)]
+    fetched = snap.fetch(rows)
+    before = [(c.id, c.text) for c in fetched]
     assert [i for i, _ in before] == [snap.id_at(r) for r in rows]
     lance = engine.open_store().lance
-    assert lance.chunks_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is not None
+    stored = lance.get_chunks([i for i, _ in before])
+    shown = (
+        "id",
+        "project",
+        "origin",
+        "path",
+        "language",
+        "kind",
+        "symbol",
+        "start_line",
+        "end_line",
+        "text",
+        "tokens",
+    )  # what evidence shows: the view's columns + text
+    for c in fetched:
+        full = stored[c.id][0]
+        assert [getattr(c, f) for f in shown] == [getattr(full, f) for f in shown]
+    assert lance.texts_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is not None
     lance.chunks.update(where="start_line >= 1", values={"embedded": True})  # rewrites rows
     lance.chunks.optimize()
-    assert lance.chunks_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is None
+    assert lance.texts_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is None
     assert [(c.id, c.text) for c in snap.fetch(rows)] == before
