@@ -9,8 +9,8 @@ person turns on. When a query names speakers of the turns it found:
 - its subject's turns are preferred (`prefer`): the one speaker it names, or the
   first of several unless they are joined ("Jon and Gina both"; `subject`);
 - when it names one speaker, the answer is held back if what it asks is stated
-  only by someone else (`stated_by_another`): "What did Caroline realise after her
-  charity race?" when it was Melanie who ran.
+  only by someone else (`stated_by_another`, over the keyword arm's best turns):
+  "What did Caroline realise after her charity race?" when it was Melanie who ran.
 
 And each of the best turns found is followed by its speaker's next turn in the
 same conversation (`next_turn_paths`): an account often goes on after the other
