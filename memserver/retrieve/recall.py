@@ -39,7 +39,7 @@ from memserver.retrieve.speakers import (
     without_names,
 )
 from memserver.retrieve.view import RecallView, Snapshot
-from memserver.store.bm25 import STOP_WORDS, query_terms
+from memserver.store.bm25 import QUERY_STOP_WORDS, query_terms
 from memserver.store.index import IndexStore
 
 MIN_BUDGET, MAX_BUDGET = 1, 1_000_000
@@ -198,7 +198,7 @@ class Recaller:
             views = ("chunk", "memory") if include_memories and i < 2 else ("chunk",)
             terms = route.terms
             if lean:
-                terms = tuple(t for t in terms if t not in STOP_WORDS) or terms
+                terms = tuple(t for t in terms if t not in QUERY_STOP_WORDS) or terms
             for view in views:  # memories: original and canonical wording only
                 if (terms, view) not in started:
                     started[terms, view] = _keyword_pool().submit(

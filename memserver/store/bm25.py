@@ -25,9 +25,17 @@ from memserver.store.failures import READ_ONLY, failure_hint
 _HEAP = 64_000_000
 # fields searched, with boosts: the name (path + symbol) counts more than the body
 _FIELDS = {"body": 1.0, "name": 2.0}
-STOP_WORDS = _STOP = frozenset(
+STOP_WORDS = frozenset(
     "a an and are as at be by for from has have how i in is it its of on or that the this to "
     "was were what when where which who why will with does do we our you your can".split()
+)
+# a query also drops the rest of the function words a question is framed in (pronouns,
+# auxiliaries, modals): "What would Caroline's political leaning likely be?" asks about
+# "political leaning"; on the DEV LoCoMo set R@10 0.793 -> 0.798, false abstention
+# 0.091 -> 0.075. Indexed text and salience keep the shorter list.
+QUERY_STOP_WORDS = STOP_WORDS | frozenset(
+    "he she her his him they them their me my did been being had would could should might "
+    "likely probably perhaps maybe".split()
 )
 
 
@@ -52,7 +60,7 @@ def query_terms(text: str) -> list[str]:
     """Content words of a query, identifiers split, stop words dropped, order kept."""
     seen: dict[str, None] = {}
     for word in analysed(text).split():
-        if word not in _STOP and len(word) > 1:
+        if word not in QUERY_STOP_WORDS and len(word) > 1:
             seen.setdefault(word, None)
     if not seen:  # a query of only stop words still searches for them
         seen = dict.fromkeys(w for w in words(text) if len(w) > 1)

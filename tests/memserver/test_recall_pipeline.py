@@ -34,6 +34,14 @@ def test_plan_has_original_canonical_and_expansion_routes() -> None:
     assert "parseHTTPResponse" in plan.identifiers
 
 
+def test_a_question_is_searched_for_its_content_not_its_framing() -> None:
+    """Pronouns, auxiliaries and modals frame a question; the canonical route and the
+    content words leave them out, the original route keeps the wording as asked."""
+    plan = plan_query("What would Caroline's political leaning likely be? Did she vote?")
+    assert plan.content_words == ("caroline", "political", "leaning", "vote")
+    assert {"would", "likely", "did", "she"} <= set(plan.routes[0].terms)
+
+
 def test_exact_symbol_and_path_arm(indexed) -> None:
     recaller = indexed.recaller()
     top = recaller.recall("RetryPolicy.delays").evidence[0]
@@ -172,3 +180,21 @@ def test_evidence_from_a_file_changed_since_indexing_is_marked_stale(
     assert all(e.stale == (e.path == "src/http_client.py") for e in hits)
     engine.index()
     assert not any(e.stale for e in recaller.recall(query).evidence)
+
+
+def test_the_dense_arm_carries_the_weight_of_the_routes_it_stands_for(indexed) -> None:
+    """Each route has a keyword arm, but only the first `dense_routes` are embedded: the last
+    dense arm weighs its route plus every route left unembedded, so keyword arms do not
+    outvote meaning 3.5 to 1 on a query with expansions."""
+    recaller = indexed.recaller(rerank=False)
+    s = recaller.settings
+    snap = recaller.view.get()
+    plan = plan_query("remove the config file when the request fails", expansions=s.expansions)
+    assert len(plan.routes) >= 3 and s.dense_routes == 1
+    _, weights, _ = recaller._arms(snap, plan, (None, None), True, {})
+    total = sum(r.weight for r in plan.routes)
+    assert weights["original/dense"] == pytest.approx(total)
+    assert weights["original/dense-memory"] == pytest.approx(total * s.memory_weight)
+    for route in plan.routes:
+        assert weights[f"{route.name}/bm25"] == pytest.approx(route.weight)
+        assert f"{route.name}/dense" not in weights or route.name == "original"
