@@ -8,7 +8,7 @@ says whether the disk is full, read-only or the table is damaged.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -482,19 +482,33 @@ class LanceStore:
             raise store_error("read the vector index statistics", exc) from exc
         return 0, ""
 
-    def ensure_vector_index(self, min_rows: int) -> list[str]:
+    def vector_index_ids(self) -> dict[str, str]:
+        """Table name → the id of its vector index, for the tables that have one. Compaction
+        (`optimize`, `housekeep`) writes the index anew under another id."""
+        ids = {}
+        try:
+            for name, table in ((CHUNKS, self.chunks), (MEMORIES, self.memories)):
+                for ix in table.list_indices():
+                    if "vector" in ix.columns:
+                        ids[name] = str(ix.index_uuid)
+        except Exception as exc:
+            raise store_error("read the vector index statistics", exc) from exc
+        return ids
+
+    def ensure_vector_index(self, min_rows: int, retrain: Collection[str] = ()) -> list[str]:
         """Give each vector table holding `min_rows` rows or more a vector index (see
-        `_create_vector_index`; retrained once the table has doubled since training, or
-        when an older release built another kind) and a B-tree on `id`; return the tables
-        indexed now. Rows written later are searched exactly beside the index (and folded
-        into it by `optimize`), so results stay complete."""
+        `_create_vector_index`; retrained once the table has doubled since training, when
+        an older release built another kind, or when the table is named in `retrain`) and
+        a B-tree on `id`; return the tables indexed now. Rows written later are searched
+        exactly beside the index (and folded into it by `optimize`), so results stay
+        complete."""
         done = []
         for name, table in ((CHUNKS, self.chunks), (MEMORIES, self.memories)):
             rows = int(table.count_rows())
             if not self.dim or min_rows <= 0 or rows < min_rows:
                 continue
             indexed, kind = self.vector_index(table)
-            if 2 * indexed > rows and kind == vector_index_kind(indexed):
+            if 2 * indexed > rows and kind == vector_index_kind(indexed) and name not in retrain:
                 continue
             try:
                 _create_vector_index(table, rows)
