@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 from fnmatch import translate
 from typing import Any, cast
@@ -25,7 +25,7 @@ from typing import Any, cast
 from pathspec import GitIgnoreSpec
 from pathspec.pattern import Pattern
 
-from memserver.core.errors import ConfigError
+from memserver.core.errors import BadRequest, ConfigError
 
 IGNORE_FILES = (".gitignore", ".ignore", ".memserverignore")  # lowest precedence first
 PROSE = frozenset({"markdown", "text"})  # soft-wrapped paragraphs make long lines normal here
@@ -412,3 +412,16 @@ def _line_end(text: str, count: int) -> int:
         if end < 0:
             return len(text)
     return end
+
+
+def path_matcher(patterns: Sequence[str], what: str = "path pattern") -> Callable[[str], bool]:
+    """Whether a root-relative file path matches gitignore-style globs (a later `!glob`
+    excludes part of an earlier one): path filters of recall, paths of forget."""
+    try:
+        spec = GitIgnoreSpec.from_lines(list(patterns))
+    except Exception as exc:
+        raise BadRequest(
+            f"invalid {what} {list(patterns)}: {exc}",
+            hint="use gitignore-style globs relative to the root, e.g. 'src/**/*.py' or 'docs/'",
+        ) from exc
+    return spec.match_file

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from memserver.core.errors import MemserverError
+from memserver.core.requests import LIMITS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -200,16 +201,17 @@ def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder:
 @main.command()
 @click.argument("query", required=False)
 @index_options
-@click.option("-k", "k", type=click.IntRange(1, 200), default=None, help="Evidence items (10).")
+@click.option("-k", "k", type=click.IntRange(1, LIMITS.k_max), default=None,
+              help="Evidence items (10).")  # fmt: skip
 @click.option(
     "--budget-tokens",
-    type=click.IntRange(1, 1_000_000),
+    type=click.IntRange(LIMITS.budget_min, LIMITS.budget_max),
     default=None,
-    help="Token budget of the evidence pack (4096).",
+    help="Token budget of the answer (4096).",
 )
 @click.option(
     "--max-files",
-    type=click.IntRange(1, 1000),
+    type=click.IntRange(1, LIMITS.files_max),
     default=None,
     help="Distinct files in the pack (5).",
 )
@@ -258,7 +260,7 @@ def recall(
     The answer says whether the index holds an answer at all (found, confidence),
     and each item which routes and arms found it.
     """
-    from memserver.retrieve.arms import Filters
+    from memserver.core.requests import Filters
 
     if not query and queries is None:
         raise click.UsageError("give a QUERY or --queries FILE.jsonl")
@@ -292,7 +294,7 @@ def recall(
 
 
 def _scope(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    from memserver.memory.service import check_scope
+    from memserver.core.requests import check_scope
 
     parsed = []
     for pair in pairs:
@@ -339,20 +341,20 @@ def remember(
     With --conversation, every turn is remembered as its own `turn` (its time and
     turn id kept), in the given --scope.
     """
-    from memserver.memory.service import Note, parse_event_time, read_conversation
+    from memserver.core.requests import Note, parse_event_time, read_conversation
 
     if conversation is not None:
         notes = read_conversation(conversation, _scope(scopes), conversation.name)
         summary = _engine(root_opt, index_dir).memory_service().remember_conversation(notes)
-        if summary["warning"]:
-            click.secho(f"warning: {summary['warning']}", fg="yellow", err=True)
+        if summary.warning:
+            click.secho(f"warning: {summary.warning}", fg="yellow", err=True)
         if as_json:
-            _emit_json(summary)
+            _emit_json(summary.to_dict())
         else:
             click.echo(
-                f"remembered {summary['stored']} of {summary['turns']} turns "
-                f"({summary['duplicates']} already known, {summary['discarded']} "
-                f"low-information turns dropped, {summary['redactions']} redactions)"
+                f"remembered {summary.stored} of {summary.turns} turns "
+                f"({summary.duplicates} already known, {summary.discarded} "
+                f"low-information turns dropped, {summary.redactions} redactions)"
             )
         return
     if text is None or text == "-":
@@ -416,15 +418,15 @@ def consolidate(root_opt: str | None, index_dir: str | None, dry_run: bool, as_j
     """
     report = _engine(root_opt, index_dir).consolidator().run(dry_run=dry_run)
     if as_json:
-        _emit_json(report)
+        _emit_json(report.to_dict())
         return
     verb = "would merge" if dry_run else "merged"
-    click.echo(f"{verb} {report['superseded']} memories into {len(report['abstractions'])} "
-               f"abstractions; {len(report['contradictions'])} contradicted; active "
-               f"{report['active_before']} → {report['active_after']}")  # fmt: skip
-    for a in report["abstractions"][:20]:
+    click.echo(f"{verb} {report.superseded} memories into {len(report.abstractions)} "
+               f"abstractions; {len(report.contradictions)} contradicted; active "
+               f"{report.active_before} → {report.active_after}")  # fmt: skip
+    for a in report.abstractions[:20]:
         click.echo(f"  {a['id']}: {a['text'][:100]}  ← {len(a['members'])} memories")
-    for c in report["contradictions"][:20]:
+    for c in report.contradictions[:20]:
         click.echo(f"  closed {c['older']}: {c['older_text'][:60]!r} → {c['newer_text'][:60]!r}")
 
 
@@ -437,7 +439,7 @@ def consolidate(root_opt: str | None, index_dir: str | None, dry_run: bool, as_j
 @handle_errors
 def status(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
     """What is indexed, when, with which embedder, and whether it matches the tree."""
-    info = _engine(root_opt, index_dir).status()
+    info = _engine(root_opt, index_dir).status().to_dict()
     if as_json:
         _emit_json(info)
     else:
@@ -488,8 +490,6 @@ def watch(path: str | None, root_opt: str | None, index_dir: str | None, as_json
     import logging
     import threading
 
-    from memserver.ingest.live import start_watching
-
     engine = _engine(path or root_opt, index_dir)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
@@ -497,7 +497,7 @@ def watch(path: str | None, root_opt: str | None, index_dir: str | None, as_json
         _emit_json(report.to_dict())
         sys.stdout.flush()
 
-    watcher, _ = start_watching(engine, on_report=emit if as_json else None)
+    watcher, _ = engine.watch(on_report=emit if as_json else None)
     click.echo(f"watching {engine.root} (index: {engine.index_dir}); Ctrl-C stops", err=True)
     try:
         threading.Event().wait()

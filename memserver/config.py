@@ -125,6 +125,18 @@ class WatchSettings:
 
 
 @dataclass(frozen=True)
+class ConsolidateSettings:
+    affinity: float = 0.85  # cosine (damped by time) at which two memories merge
+    neighbours: int = 20  # earlier memories each one is compared with
+    half_life_days: float = 180.0  # affinity halves with every this many days between them
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    max_parallel_calls: int = 4  # engine calls in worker threads at once; the rest queue
+
+
+@dataclass(frozen=True)
 class ProjectSettings:
     name: str = ""  # "": the root folder's name
 
@@ -141,6 +153,8 @@ class Settings:
     memory: MemorySettings = field(default_factory=MemorySettings)
     watch: WatchSettings = field(default_factory=WatchSettings)
     attribution: AttributionSettings = field(default_factory=AttributionSettings)
+    consolidate: ConsolidateSettings = field(default_factory=ConsolidateSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
 
 
 SECTIONS = tuple(f.name for f in dataclasses.fields(Settings))

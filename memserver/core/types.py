@@ -138,6 +138,8 @@ class Chunk:
     event_time: datetime | None = None  # notes and turns: when it happened
     scope: tuple[tuple[str, str], ...] = ()  # (key, value) beyond the project: user, session, agent
     tags: tuple[str, ...] = ()
+    speaker: str = ""  # who said a conversation turn
+    turn: int = -1  # a turn's number in its conversation (the digits ending its turn id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +167,7 @@ class Evidence:
     embedded: bool = True
     memory_ids: tuple[str, ...] = ()
     stale: bool = False  # its file changed since indexing, or a note whose cited code did
+    speaker: str = ""  # who said a conversation turn (not shown: the text starts with it)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -277,6 +280,16 @@ class FileRecord:
     git_branch: str = ""
 
 
+# memory statuses: active and stale ones are recalled (stale marked); superseded ones stay
+# attributable; forgotten ones are never shown again
+ACTIVE, STALE, SUPERSEDED, ARCHIVED, FORGOTTEN = (
+    "active",
+    "stale",
+    "superseded",
+    "archived",
+    "forgotten",
+)
+
 MEMORY_TYPES = (
     "fact",
     "procedure",
@@ -314,3 +327,61 @@ class Memory:
     event_time: datetime | None = None
     scope: tuple[tuple[str, str], ...] = ()
     derived_from: tuple[str, ...] = ()  # the memories a consolidated abstraction replaces
+
+
+@dataclass(frozen=True, slots=True)
+class GitState:
+    indexed_commit: str
+    indexed_branch: str
+    head_commit: str
+    head_branch: str
+
+    @property
+    def matches(self) -> bool:
+        return (self.indexed_commit, self.indexed_branch) == (self.head_commit, self.head_branch)
+
+
+@dataclass(frozen=True)
+class Status:
+    """What an index holds, what built it, and whether it matches the working tree."""
+
+    root: str
+    index_dir: str
+    project: str
+    files: int
+    chunks: int
+    memories: int
+    notes: int
+    turns: int
+    stale_memories: int
+    forgotten_memories: int
+    reranker: str
+    unembedded_chunks: int
+    embedder: str
+    dim: int
+    tokenizer: str
+    schema_version: int
+    created_at: str
+    indexed_at: str
+    interrupted: bool
+    git: GitState
+    stale_files: tuple[str, ...]
+    new_files: tuple[str, ...]
+    removed_files: tuple[str, ...]
+    watcher: dict[str, Any] = field(default_factory=lambda: {"state": "off"})
+    server: dict[str, Any] = field(default_factory=dict)  # set by a running server
+
+    @property
+    def up_to_date(self) -> bool:
+        return not (self.stale_files or self.new_files or self.removed_files or self.interrupted)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        out["git"] = {**{f: getattr(self.git, f) for f in self.git.__dataclass_fields__},
+                      "matches": self.git.matches}  # fmt: skip
+        for name in ("stale_files", "new_files", "removed_files"):
+            out[name] = list(out[name])
+        out["up_to_date"] = self.up_to_date
+        if not self.server:
+            del out["server"]
+        return out

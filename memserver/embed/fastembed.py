@@ -124,4 +124,5 @@ class FastEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         model = self.load()
-        return next(iter(model.query_embed(self._clip(text)))).tolist()
+        vector: list[float] = next(iter(model.query_embed(self._clip(text)))).tolist()
+        return vector

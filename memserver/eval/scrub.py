@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memserver.memory.scrub import Scrubber
+from memserver.text.secrets import Scrubber
 
 _ALNUM = string.ascii_letters + string.digits
 _UPPER = string.ascii_uppercase + string.digits
@@ -31,7 +31,7 @@ def _b64url(rng: random.Random, n: int) -> str:
 
 def _secret(rng: random.Random) -> tuple[str, str]:
     """(kind, secret value) in a random provider format."""
-    makers = [
+    makers: list[tuple[str, Callable[[], str]]] = [
         ("openai", lambda: "sk-proj-" + _b64url(rng, 48)),
         ("anthropic", lambda: "sk-ant-api03-" + _b64url(rng, 90)),
         ("github", lambda: rng.choice("pousr").join(["gh", "_"]) + _r(rng, _ALNUM, 36)),
@@ -89,7 +89,7 @@ def _context(rng: random.Random, kind: str, value: str) -> str:
 
 def _harmless(rng: random.Random) -> str:
     """A code-ish token notes must keep."""
-    return rng.choice([
+    makers: list[Callable[[], str]] = [
         lambda: _r(rng, _HEX, 40),  # git SHA
         lambda: _r(rng, _HEX, rng.choice([7, 8, 12])),  # short SHA
         lambda: "-".join(_r(rng, _HEX, n) for n in (8, 4, 4, 4, 12)),  # UUID
@@ -101,7 +101,8 @@ def _harmless(rng: random.Random) -> str:
         lambda: str(rng.randint(10, 10**9)),
         lambda: f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
         lambda: f"localhost:{rng.randint(1024, 65535)}",
-    ])()  # fmt: skip
+    ]  # fmt: skip
+    return rng.choice(makers)()
 
 
 @dataclass

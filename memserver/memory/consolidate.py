@@ -21,20 +21,20 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from memserver.core.ids import memory_id
-from memserver.core.text import words
 from memserver.core.types import Memory
-from memserver.store.events import EventLog
+from memserver.core.writes import ConsolidationWrite
 from memserver.store.index import IndexStore
-from memserver.store.lance import scope_pairs, vector_matrix
+from memserver.text.terms import words
 
-__all__ = ["ConsolidationPlan", "Consolidator"]
+__all__ = ["ConsolidationPlan", "ConsolidationReport", "Consolidator"]
 
 DISTILLER = "consolidate-v1"
 SOURCES = ("atomic-v1", DISTILLER)  # remembered notes and turns, and earlier abstractions
@@ -90,6 +90,23 @@ class ConsolidationPlan:
         }  # fmt: skip
 
 
+@dataclass
+class ConsolidationReport:
+    """What one consolidation run found (and, unless a dry run, did)."""
+
+    considered: int
+    abstractions: list[dict[str, Any]]  # id, text, members, member_texts
+    superseded: int
+    contradictions: list[dict[str, Any]]  # older, newer, older_text, newer_text
+    repaired: int
+    dry_run: bool
+    active_before: int
+    active_after: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def _values(text: str) -> Counter[str]:
     return Counter(v.lower() for v in _VALUE.findall(text))
 
@@ -143,20 +160,17 @@ class Consolidator:
     def _rows(self) -> list[_Row]:
         rows: list[_Row] = []
         for distiller in SOURCES:
-            table = self.store.memories.consolidation_table(distiller)
-            vecs = vector_matrix(table, self.store.meta.dim)
+            found, vecs = self.store.memories.for_consolidation(distiller)
             if vecs is None:
                 continue
-            for i, r in enumerate(table.drop_columns(["vector"]).to_pylist()):
-                if not r["embedded"]:
+            for i, (m, origin, embedded) in enumerate(found):
+                if not embedded:
                     continue
                 v = vecs[i]
                 norm = float(np.linalg.norm(v)) or 1.0
                 rows.append(_Row(
-                    r["id"], r["type"], r["text"], tuple(r["entities"] or ()),
-                    tuple(r["source_ids"] or ()), r["origin_chunk"] or "",
-                    r["event_time"] or _EPOCH, scope_pairs(r["scope"]),
-                    tuple(r["derived_from"] or ()), v / norm,
+                    m.id, m.type, m.text, m.entities, m.source_ids, origin,
+                    m.event_time or _EPOCH, m.scope, m.derived_from, v / norm,
                 ))  # fmt: skip
         return rows
 
@@ -221,7 +235,7 @@ class Consolidator:
 
     # -- applying ------------------------------------------------------------------
 
-    def run(self, *, dry_run: bool = False, actor: str = "memserver") -> dict[str, Any]:
+    def run(self, *, dry_run: bool = False, actor: str = "memserver") -> ConsolidationReport:
         """Plan, and unless `dry_run` apply; returns the plan and the active counts."""
         store = self.store
         before = store.memories.count_active()
@@ -232,34 +246,19 @@ class Consolidator:
             plan = self.plan()
             if not dry_run and (plan.abstractions or plan.contradictions or plan.repairs):
                 self._apply(plan, actor)
-        report = plan.to_dict()
-        report.update(
-            dry_run=dry_run,
-            active_before=before,
+        planned = plan.to_dict()
+        return ConsolidationReport(
+            considered=planned["considered"], abstractions=planned["abstractions"],
+            superseded=planned["superseded"], contradictions=planned["contradictions"],
+            repaired=planned["repaired"], dry_run=dry_run, active_before=before,
             active_after=before if dry_run else store.memories.count_active(),
-        )
-        return report
+        )  # fmt: skip
 
     def _apply(self, plan: ConsolidationPlan, actor: str) -> None:
-        store = self.store
-        events = EventLog(store.lance.events)
-        with store.writing():
-            self._write(plan, actor, events)
-
-    def _write(self, plan: ConsolidationPlan, actor: str, events: EventLog) -> None:
-        store = self.store
-        fresh = [(m, origin) for m, _, origin in plan.abstractions]
-        vectors = {m.id: plan.vectors[m.id].tolist() for m, _ in fresh}
-        store.memories.insert(fresh, store.meta.project, vectors=vectors)  # abstractions first
-        store.bm25.add_memories(m for m, _ in fresh)
         superseded = dict(plan.repairs)
         for m, members, _ in plan.abstractions:
             superseded.update(dict.fromkeys(members, m.id))
-        store.memories.supersede(superseded, close=False)
-        store.memories.supersede(dict(plan.contradictions), close=True)
-        store.bm25.delete([*superseded, *(o for o, _ in plan.contradictions)])
-        store.bm25.commit()
-        log = [
+        log: list[tuple[str, Sequence[str], str, str]] = [
             ("consolidate", [m.id, *members], "\n".join(plan.texts[x] for x in members), m.text)
             for m, members, _ in plan.abstractions
         ]
@@ -267,4 +266,9 @@ class Consolidator:
                 for o, n in plan.contradictions]  # fmt: skip
         if plan.repairs:
             log.append(("consolidate", sorted(plan.repairs), "", "finished an interrupted run"))
-        events.append_many(log, actor=actor, reason="sleep-time consolidation")
+        self.store.consolidate(ConsolidationWrite(
+            abstractions=[(m, origin) for m, _, origin in plan.abstractions],
+            vectors={m.id: plan.vectors[m.id].tolist() for m, _, _ in plan.abstractions},
+            superseded=superseded, contradicted=dict(plan.contradictions), events=log,
+            actor=actor,
+        ))  # fmt: skip

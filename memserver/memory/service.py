@@ -17,51 +17,36 @@ run and a remember never interleave, and a crash midway is repaired on next open
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from indexers.ignore import path_matcher
 from memserver.config import MemorySettings
-from memserver.core.errors import ConfigError
+from memserver.core.errors import BadRequest
 from memserver.core.ids import chunk_id, content_hash, memory_id, normalise
 from memserver.core.protocols import Embedder, TokenCounter
-from memserver.core.types import MEMORY_TYPES, Chunk, Memory
-from memserver.ingest.pipeline import embed_text
-from memserver.memory.atomic import atomise, entities
+from memserver.core.requests import Note
+from memserver.core.types import ACTIVE, FORGOTTEN, MEMORY_TYPES, STALE, Chunk, Memory
+from memserver.core.writes import ForgetPlan, NoteWrite
+from memserver.memory.atomic import atomise
 from memserver.memory.codeblocks import split_code
 from memserver.memory.forgotten import add_forgotten, literal_pattern
-from memserver.memory.scrub import Scrubber
-from memserver.memory.timeexpr import resolve_relative
-from memserver.store.events import EventLog
 from memserver.store.index import IndexStore
-from memserver.store.lance import SCOPE_KEYS, sql_quote
-from memserver.store.memories import ACTIVE, FORGOTTEN, STALE
+from memserver.text.passages import embed_text
+from memserver.text.secrets import Scrubber
+from memserver.text.sentences import entities
+from memserver.text.timeexpr import resolve_relative
 
-__all__ = [
-    "ForgetResult", "MemoryService", "Note", "RememberResult", "check_scope", "parse_event_time",
-    "read_conversation",
-]  # fmt: skip
+__all__ = ["ConversationSummary", "ForgetResult", "MemoryService", "RememberResult"]
 
 DISTILLER = "atomic-v1"
 NOTE_KINDS = frozenset(MEMORY_TYPES) | {"note"}
-
-
-@dataclass(frozen=True)
-class Note:
-    text: str
-    kind: str | None = None  # a memory type that every statement takes, or None to infer
-    tags: tuple[str, ...] = ()
-    event_time: datetime | None = None
-    paths: tuple[str, ...] = ()  # files the note is about: it cites their current chunks
-    scope: tuple[tuple[str, str], ...] = ()  # user / session / agent
-    turn_id: str = ""  # set for a conversation turn: stored as a `turn` chunk with this id
-    speaker: str = ""  # who said a turn: an entity of every statement made from it
 
 
 @dataclass
@@ -81,6 +66,24 @@ class RememberResult:
 
 
 @dataclass
+class ConversationSummary:
+    """What ingesting one conversation kept and dropped."""
+
+    turns: int
+    stored: int
+    duplicates: int
+    discarded: int
+    discard_rate: float
+    warning: str
+    redactions: int
+    turn_ids: list[str]
+    discarded_turns: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class ForgetResult:
     forgotten: list[str] = field(default_factory=list)
     stale_marked: list[str] = field(default_factory=list)
@@ -91,60 +94,13 @@ class ForgetResult:
         return asdict(self)
 
 
-def parse_event_time(value: str | None) -> datetime | None:
-    """An ISO-8601 time (a date alone means midnight UTC; no zone means UTC)."""
-    if value is None or not value.strip():
-        return None
-    try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ConfigError(
-            f"event time {value!r} is not an ISO-8601 date or time",
-            hint="e.g. 2025-03-14 or 2025-03-14T09:30:00+01:00",
-        ) from exc
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+_TRAILING_DIGITS = re.compile(r"(\d+)$")
 
 
-def read_conversation(
-    lines: Iterable[str], scope: tuple[tuple[str, str], ...], source: str = "conversation"
-) -> list[Note]:
-    """JSONL turns ({speaker, text, time?, turn_id?} per line) → one Note per turn."""
-    notes = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            turn = json.loads(line)
-            speaker, text = str(turn.get("speaker") or "").strip(), str(turn["text"])
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(
-                f"{source} line {n} is not a turn object: {exc}",
-                hint='write one {"speaker": …, "text": …, "time": ISO-8601, "turn_id": …} '
-                "object per line",
-            ) from exc
-        content = f"{speaker}: {text}" if speaker else text
-        notes.append(Note(
-            content, event_time=parse_event_time(turn.get("time")), scope=scope,
-            turn_id=str(turn.get("turn_id") or f"T{n}"), speaker=speaker,
-        ))  # fmt: skip
-    return notes
-
-
-def check_scope(
-    scope: Mapping[str, str] | Sequence[tuple[str, str]],
-) -> tuple[tuple[str, str], ...]:
-    pairs = list(scope.items()) if isinstance(scope, Mapping) else list(scope)
-    out = []
-    for key, value in pairs:
-        if key not in SCOPE_KEYS:
-            raise ConfigError(
-                f"unknown scope key {key!r}",
-                hint=f"scope keys are {', '.join(SCOPE_KEYS)} (the project is implied)",
-            )
-        if not str(value).strip():
-            raise ConfigError(f"scope {key} is empty", hint=f"give a value, e.g. {key}=alice")
-        out.append((key, str(value).strip()))
-    return tuple(sorted(out))
+def turn_number(turn_id: str) -> int:
+    """A turn's number in its conversation: the digits its id ends in (`D3:12` → 12)."""
+    m = _TRAILING_DIGITS.search(turn_id)
+    return int(m.group(1)) if m else -1
 
 
 # a name that can be a code symbol: dotted, snake_case or camelCase (not "Caroline")
@@ -172,7 +128,6 @@ class MemoryService:
             emails=settings.redact_emails, phones=settings.redact_phones,
             region=settings.phone_region,
         )  # fmt: skip
-        self.events = EventLog(store.lance.events)
 
     # -- remember ------------------------------------------------------------------
 
@@ -195,7 +150,7 @@ class MemoryService:
         with self.store.lock(self.lock_timeout):
             prepared = [self._scrubbed(n) for n in notes]
             ids = [r.note_id for r, *_ in prepared]
-            current = {i for i, cur in self.store.lance.chunk_states_of(ids).items() if cur}
+            current = {i for i, cur in self.store.chunks.states_of(ids).items() if cur}
             seen: dict[str, RememberResult] = {}
             for (result, note, clean, prose, blocks, when, path), nid in zip(
                 prepared, ids, strict=True
@@ -210,14 +165,14 @@ class MemoryService:
                 seen[nid] = result
                 results.append(result)
             if chunks:
-                self._write(chunks, list({m.id: m for m in memories}.values()))
-                self.events.append_many(
-                    [("add", targets, "", clean) for targets, clean in events],
-                    actor=self.actor, reason="remember",
-                )  # fmt: skip
+                unique = list({m.id: m for m in memories}.values())
+                self.store.add_notes(NoteWrite(
+                    chunks, unique, self._vectors(chunks, unique),
+                    [("add", targets, "", clean) for targets, clean in events], self.actor,
+                ))  # fmt: skip
         return results
 
-    def remember_conversation(self, notes: Sequence[Note]) -> dict[str, Any]:
+    def remember_conversation(self, notes: Sequence[Note]) -> ConversationSummary:
         """Score the turns of one conversation (in order), drop the low-information ones,
         remember the rest session by session; returns counts and the discard rate."""
         from memserver.memory.salience import turn_scores
@@ -247,15 +202,14 @@ class MemoryService:
                    if rate > 0.60 else "almost nothing was dropped; raise it to keep less "
                    "small talk")
             )  # fmt: skip
-        return {
-            "turns": len(notes), "stored": sum(not r.duplicate for r in results),
-            "duplicates": sum(r.duplicate for r in results), "discarded": len(notes) - len(kept),
-            "discard_rate": rate, "warning": warning,
-            "redactions": sum(r.redactions for r in results),
-            "turn_ids": [r.note_id for r in results],
-            "discarded_turns": [n.turn_id for n, s in zip(notes, scores, strict=True)
-                                if s < threshold],
-        }  # fmt: skip
+        return ConversationSummary(
+            turns=len(notes), stored=sum(not r.duplicate for r in results),
+            duplicates=sum(r.duplicate for r in results), discarded=len(notes) - len(kept),
+            discard_rate=rate, warning=warning, redactions=sum(r.redactions for r in results),
+            turn_ids=[r.note_id for r in results],
+            discarded_turns=[n.turn_id for n, s in zip(notes, scores, strict=True)
+                             if s < threshold],
+        )  # fmt: skip
 
     def _scrubbed(self, note: Note) -> tuple[Any, ...]:
         project = self.store.meta.project
@@ -310,17 +264,17 @@ class MemoryService:
 
     def _check(self, note: Note) -> None:
         if not note.text.strip():
-            raise ConfigError("the note is empty", hint="pass the text to remember")
+            raise BadRequest("the note is empty", hint="pass the text to remember")
         size = len(note.text.encode("utf-8"))
         if size > self.settings.max_text_bytes:
-            raise ConfigError(
+            raise BadRequest(
                 f"the note is {size:,} bytes, over the {self.settings.max_text_bytes:,} limit",
                 hint="split it into several notes, or raise [memory] max_text_bytes",
             )
         if note.turn_id and not note.turn_id.strip():
-            raise ConfigError("the turn id is blank", hint="give each turn a stable id")
+            raise BadRequest("the turn id is blank", hint="give each turn a stable id")
         if note.kind is not None and note.kind not in NOTE_KINDS:
-            raise ConfigError(
+            raise BadRequest(
                 f"unknown kind {note.kind!r}", hint=f"use one of {', '.join(sorted(NOTE_KINDS))}"
             )
 
@@ -331,12 +285,10 @@ class MemoryService:
         if earlier is not None:  # the same note twice in one batch
             result.memory_ids, result.code_blocks = earlier.memory_ids, earlier.code_blocks
             return result
-        note, _ = self.store.lance.get_chunks([note_id])[note_id]
+        note, _ = self.store.chunks.get([note_id])[note_id]
         mems = self.store.memories.of_origin([note.id])
         result.memory_ids = sorted(m.id for m in mems if m.status in (ACTIVE, STALE))
-        blocks = self.store.lance.find_chunks(
-            f"origin = 'code_block' AND path = {sql_quote(note.path)} AND valid_to IS NULL"
-        )
+        blocks = self.store.chunks.code_blocks_of(note.path, current_only=True)
         result.code_blocks = [b.id for b in blocks]
         return result
 
@@ -344,6 +296,7 @@ class MemoryService:
         self, cid: str, origin: str, path: str, language: str, kind: str, text: str,
         when: datetime, note: Note, symbol: str = "",
     ) -> Chunk:  # fmt: skip
+        turn = origin == "turn"
         return Chunk(
             id=cid, project=self.store.meta.project, origin=origin, path=path,
             language=language, kind=kind, symbol=symbol, start_line=1,
@@ -351,12 +304,13 @@ class MemoryService:
             header=f"{when.day} {when:%B %Y}",  # when it was said: questions ask by date
             tokens=self.tokens.count(text), content_hash=content_hash(text),
             event_time=when, scope=note.scope, tags=note.tags,
+            speaker=note.speaker if turn else "", turn=turn_number(note.turn_id) if turn else -1,
         )  # fmt: skip
 
     def _cited(self, paths: Sequence[str], named: Sequence[str]) -> tuple[list[str], list[str]]:
         """Current code chunks of the note's files and of the symbols it names."""
         limit = self.settings.max_cited_chunks
-        manifest = self.store.lance.manifest() if paths else {}
+        manifest = self.store.files.read() if paths else {}
         cites: list[str] = []
         unknown = []
         for p in paths:
@@ -365,27 +319,17 @@ class MemoryService:
                 unknown.append(p)
                 continue
             cites.extend(rec.chunk_ids)
-        symbols = [e for e in named if _CODE_NAME.fullmatch(e)]
-        if symbols:
-            names = ", ".join(sql_quote(s.removesuffix("()")) for s in symbols[:20])
-            where = f"origin = 'file' AND valid_to IS NULL AND symbol IN ({names})"
-            cites.extend(c.id for c in self.store.lance.find_chunks(where))
+        symbols = [e.removesuffix("()") for e in named if _CODE_NAME.fullmatch(e)]
+        cites.extend(c.id for c in self.store.chunks.current_with_symbols(symbols[:20]))
         return list(dict.fromkeys(cites))[:limit], unknown
 
-    def _write(self, chunks: list[Chunk], memories: list[Memory]) -> None:
-        store = self.store
-        vectors: dict[str, Any] = {}
-        if self.embedder is not None and store.meta.dim:  # embed first: rows go in complete
-            texts = [embed_text(c) for c in chunks] + [m.text for m in memories]
-            ids = [c.id for c in chunks] + [m.id for m in memories]
-            vectors = dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
-        with store.writing():
-            store.lance.insert_chunks(chunks, replace=True, vectors=vectors)
-            store.memories.insert([(m, m.source_ids[0]) for m in memories],
-                                  store.meta.project, replace=True, vectors=vectors)  # fmt: skip
-            store.bm25.add(chunks)
-            store.bm25.add_memories(memories)
-            store.bm25.commit()
+    def _vectors(self, chunks: Sequence[Chunk], memories: Sequence[Memory]) -> dict[str, Any]:
+        """Embedded before anything is written, so rows go in complete."""
+        if self.embedder is None or not self.store.meta.dim:
+            return {}
+        texts = [embed_text(c) for c in chunks] + [m.text for m in memories]
+        ids = [c.id for c in chunks] + [m.id for m in memories]
+        return dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
 
     # -- forget --------------------------------------------------------------------
 
@@ -394,7 +338,7 @@ class MemoryService:
         erase: bool = False,
     ) -> ForgetResult:  # fmt: skip
         if not ids and not paths:
-            raise ConfigError("nothing to forget", hint="pass memory or chunk ids, or a path")
+            raise BadRequest("nothing to forget", hint="pass memory or chunk ids, or a path")
         result = ForgetResult(erased=erase)
         with self.store.lock(self.lock_timeout):
             chunk_ids, memory_ids = self._resolve(ids)
@@ -413,29 +357,12 @@ class MemoryService:
                      if mem.status == ACTIVE]  # fmt: skip
             # commit points first (the manifest for files, LanceDB for the rest), the
             # keyword index last: a crash in between is finished by reconciliation
-            with self.store.writing():
-                if result.paths:
-                    self.store.lance.write_manifest([], result.paths)
-                self.store.lance.set_valid_to(chunk_ids, closed=True)
-                self.store.memories.set_status(memory_ids, FORGOTTEN)
-                self.store.memories.set_status(stale, STALE)
-                if erase:
-                    self.store.lance.erase_chunks(chunk_ids)
-                    self.store.memories.erase(memory_ids)
-                    self.events.erase([*chunk_ids, *memory_ids])
-                self.store.bm25.delete([*chunk_ids, *memory_ids])
-                self.store.bm25.commit()
-                result.forgotten = [*chunk_ids, *memory_ids]
-                result.stale_marked = stale
-                log = []
-                if result.forgotten:
-                    log.append(("forget", result.forgotten, before, ""))
-                if stale:
-                    log.append(("stale", stale, "", "cites forgotten chunks"))
-                self.events.append_many(
-                    log, actor=self.actor,
-                    reason=(reason or "forget") + (" (erased)" if erase else ""),
-                )  # fmt: skip
+            self.store.forget(ForgetPlan(
+                chunks=chunk_ids, memories=memory_ids, stale=stale, paths=result.paths,
+                erase=erase, before=before, actor=self.actor, reason=reason or "forget",
+            ))  # fmt: skip
+            result.forgotten = [*chunk_ids, *memory_ids]
+            result.stale_marked = stale
         return result
 
     def _resolve(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -445,31 +372,29 @@ class MemoryService:
         wanted_memories = [i for i in ids if i.startswith("m_")]
         bad = [i for i in ids if not i.startswith(("c_", "m_"))]
         if bad:
-            raise ConfigError(
+            raise BadRequest(
                 f"not a chunk or memory id: {', '.join(bad[:5])}",
                 hint="ids look like c_… (chunks, notes) or m_… (memories), as recall returns",
             )
-        found = self.store.lance.get_chunks(wanted_chunks)
+        found = self.store.chunks.get(wanted_chunks)
         memories = self.store.memories.get(wanted_memories)
         missing = [i for i in wanted_chunks if i not in found]
         missing += [i for i in wanted_memories if i not in memories]
         if missing:
-            raise ConfigError(
+            raise BadRequest(
                 f"unknown id: {', '.join(missing[:5])}",
                 hint="ids change when code changes; recall again for current ids",
             )
         for cid, (chunk, _) in found.items():
             if chunk.origin == "file":
-                raise ConfigError(
+                raise BadRequest(
                     f"{cid} is code from {chunk.path}: indexed files are forgotten by path",
                     hint=f"forget path {chunk.path!r} (it is then left out of indexing), or "
                     "exclude it in .memserverignore",
                 )
             chunk_ids.append(cid)
             if chunk.origin in ("note", "turn"):  # its code blocks go with it
-                blocks = self.store.lance.find_chunks(
-                    f"origin = 'code_block' AND path = {sql_quote(chunk.path)}"
-                )
+                blocks = self.store.chunks.code_blocks_of(chunk.path, current_only=False)
                 chunk_ids.extend(b.id for b in blocks)
         memory_ids.extend(m for m, mem in memories.items() if mem.status != FORGOTTEN)
         return chunk_ids, memory_ids
@@ -477,28 +402,20 @@ class MemoryService:
     def _files(self, patterns: Sequence[str]) -> tuple[list[str], list[str]]:
         """Current chunk ids and manifest paths matching gitignore-style patterns; the
         patterns are recorded so the next indexing run leaves those files out."""
-        import pathspec
-
-        manifest = self.store.lance.manifest()
+        manifest = self.store.files.read()
         # an indexed path is taken as written, even when it holds glob characters or `\`
         exact = {p.strip("/") for p in patterns} & set(manifest)
         globs = [p for p in patterns if p.strip("/") not in exact]
-        try:
-            spec = pathspec.GitIgnoreSpec.from_lines(globs)
-        except Exception as exc:
-            raise ConfigError(
-                f"invalid path {globs}: {exc}",
-                hint="give a path relative to the project root, or a gitignore-style glob",
-            ) from exc
-        matched = sorted(p for p in manifest if p in exact or spec.match_file(p))
+        match = path_matcher(globs, "path")
+        matched = sorted(p for p in manifest if p in exact or match(p))
         add_forgotten(self.store.dir, [*map(literal_pattern, sorted(exact)), *globs])
-        states = self.store.lance.chunk_states_of(
+        states = self.store.chunks.states_of(
             [cid for p in matched for cid in manifest[p].chunk_ids]
         )
         return [cid for cid, cur in states.items() if cur], matched
 
     def _texts(self, chunk_ids: Sequence[str], memory_ids: Sequence[str]) -> str:
-        chunks = self.store.lance.get_chunks(chunk_ids)
+        chunks = self.store.chunks.get(chunk_ids)
         mems = self.store.memories.get(memory_ids)
         parts = [f"[{cid}] {c.text}" for cid, (c, _) in chunks.items()]
         parts += [f"[{mid}] {m.text}" for mid, m in mems.items()]

@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memserver.core.text import words
+from memserver.text.terms import words
 
 FEATURES = ("dense", "memory", "coverage", "agree", "margin")
 

@@ -14,9 +14,8 @@ from datetime import datetime
 from functools import lru_cache
 from importlib import resources
 
-from memserver.core.text import analysed
-from memserver.memory.timeexpr import dates_named
-from memserver.store.bm25 import query_terms
+from memserver.text.terms import analysed, query_terms
+from memserver.text.timeexpr import dates_named
 
 # a dotted name, a snake/camel identifier, or a file name / path
 _WORD = re.compile(r"[A-Za-z_$][\w$]{2,}")

@@ -1,6 +1,6 @@
 """`build_server`: the MCPServer with its lifespan, tools and resources.
 
-Thin by design: each handler checks its arguments (`validate`), runs one `Backend`
+Thin by design: each handler checks its arguments (`core.requests`), runs one `Backend`
 method in a worker thread (the engine blocks) and returns its dict. Every failure
 becomes an `isError` result (tools) or a JSON-RPC error (resources) whose text says what
 went wrong and what to do; nothing a caller sends can stop the server.
@@ -27,8 +27,10 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memserver.core.errors import ConfigError, MemserverError
-from memserver.server import schemas, validate
+from memserver.core import requests
+from memserver.core.errors import BadRequest, MemserverError
+from memserver.core.requests import CHUNK_ID, MEMORY_ID, Note
+from memserver.server import schemas
 from memserver.server.backend import Backend
 
 logger = logging.getLogger("memserver.server")
@@ -43,7 +45,6 @@ WRITES = ToolAnnotations(  # adds a note; the same note twice is a no-op
 DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
-MAX_PARALLEL_CALLS = 4  # engine calls in worker threads at once; the rest queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +120,7 @@ def build_server(
 ) -> MCPServer[AppContext]:
     """The memserver MCP server for one project root; `token` guards the HTTP transports."""
     backend = backend or Backend(root, index_dir, embedder_flag=embedder_flag, env=env)
-    limiter = anyio.CapacityLimiter(MAX_PARALLEL_CALLS)
+    limiter = anyio.CapacityLimiter(_parallel_calls(root, env))
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -140,29 +141,49 @@ def build_server(
     return server
 
 
+def _parallel_calls(root: str | Path | None, env: Mapping[str, str] | None) -> int:
+    """`[server] max_parallel_calls` (the settings load again with the engine; a bad file
+    is reported then)."""
+    from memserver.config import ServerSettings, load_settings
+
+    try:
+        settings = load_settings(Path(root or ".").expanduser(), env=env).server
+    except MemserverError:
+        settings = ServerSettings()
+    return max(1, settings.max_parallel_calls)
+
+
+def _recall_filters(
+    paths: list[str] | None, languages: list[str] | None, kinds: list[str] | None
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(paths, languages, kinds) checked; blank languages and kinds are dropped."""
+    checked = requests.check_paths(paths)
+    langs = tuple(x.strip() for x in requests.check_list("languages", languages) if x.strip())
+    kinds_ = tuple(x.strip() for x in requests.check_list("kinds", kinds) if x.strip())
+    return checked, langs, kinds_
+
+
 def _add_tools(server: MCPServer[AppContext]) -> None:
     @server.tool(title="Recall code and notes", description=schemas.RECALL, annotations=READ_ONLY)
     async def recall(
         ctx: Context[AppContext, Any],
         query: Annotated[str, Field(description=schemas.QUERY)],
-        budget_tokens: schemas.BudgetTokens = 4096,
+        budget_tokens: schemas.BudgetTokens = None,
         paths: Annotated[list[str] | None, Field(description=schemas.PATHS)] = None,
         languages: Annotated[list[str] | None, Field(description=schemas.LANGUAGES)] = None,
         kinds: Annotated[list[str] | None, Field(description=schemas.KINDS)] = None,
         include_memories: Annotated[bool, Field(description=schemas.INCLUDE_MEMORIES)] = True,
         scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
     ) -> schemas.RecallOutput:
-        from memserver.memory.service import check_scope
-
         app = ctx.request_context.lifespan_context
         with tool_errors("recall"):
-            query = validate.check_query(query)
-            budget = validate.check_budget(budget_tokens)
-            path_globs, langs, kinds_ = validate.recall_filters(paths, languages, kinds)
+            query = requests.check_query(query)
+            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
+            path_globs, langs, kinds_ = _recall_filters(paths, languages, kinds)
             result = await run_blocking(
                 app, app.backend.recall, query, budget_tokens=budget, paths=path_globs,
                 languages=langs, kinds=kinds_, include_memories=include_memories,
-                scope=check_scope(scope or {}),
+                scope=requests.check_scope(scope or {}),
             )  # fmt: skip
         return schemas.RecallOutput.model_validate(result)
 
@@ -176,16 +197,14 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         paths: Annotated[list[str] | None, Field(description=schemas.NOTE_PATHS)] = None,
         scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
     ) -> schemas.RememberOutput:
-        from memserver.memory.service import Note, check_scope, parse_event_time
-
         app = ctx.request_context.lifespan_context
         with tool_errors("remember"):
             note = Note(
-                validate.check_text("text", text), kind=kind or None,
-                tags=validate.check_list("tags", tags),
-                event_time=parse_event_time(event_time),
-                paths=validate.check_paths(paths),
-                scope=check_scope(scope or {}),
+                requests.check_text("text", text), kind=kind or None,
+                tags=requests.check_list("tags", tags),
+                event_time=requests.parse_event_time(event_time),
+                paths=requests.check_paths(paths),
+                scope=requests.check_scope(scope or {}),
             )  # fmt: skip
             result = await run_blocking(app, app.backend.remember, note)
         return schemas.RememberOutput.model_validate(result)
@@ -201,13 +220,13 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
     ) -> schemas.ForgetOutput:
         app = ctx.request_context.lifespan_context
         with tool_errors("forget"):
-            ids_ = validate.check_ids(ids)
-            paths_ = validate.check_paths(paths)
+            ids_ = requests.check_ids(ids)
+            paths_ = requests.check_paths(paths)
             if not ids_ and not paths_:
-                raise ConfigError(
+                raise BadRequest(
                     "nothing to forget", hint="pass ids (from recall/remember) or paths"
                 )
-            validate.check_size("reason", reason)
+            requests.check_size("reason", reason)
             result = await run_blocking(app, app.backend.forget, ids_, paths_, reason, erase)
         return schemas.ForgetOutput.model_validate(result)
 
@@ -220,10 +239,10 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
     ) -> schemas.AttributeOutput:
         app = ctx.request_context.lifespan_context
         with tool_errors("attribute"):
-            text = validate.check_text("answer", answer)
-            ids_ = validate.check_ids(evidence_ids)
+            text = requests.check_text("answer", answer)
+            ids_ = requests.check_ids(evidence_ids)
             if not ids_:
-                raise ConfigError(
+                raise BadRequest(
                     "no evidence ids given", hint="pass the ids of the recall evidence you used"
                 )
             result = await run_blocking(app, app.backend.attribute, text, ids_)
@@ -264,7 +283,7 @@ def _add_resources(
         "kind, language and its verbatim text, as JSON.", mime_type="application/json",
     )  # fmt: skip
     async def chunk_resource(id: str) -> str:  # the URI variable names the parameter
-        return await _read_one(app, id, validate.CHUNK_ID, "chunk", backend.chunk)
+        return await _read_one(app, id, CHUNK_ID, "chunk", backend.chunk)
 
     @server.resource(
         "memserver://memory/{id}", name="memory", title="Distilled memory",
@@ -272,7 +291,7 @@ def _add_resources(
         "and the chunk ids it cites, as JSON.", mime_type="application/json",
     )  # fmt: skip
     async def memory_resource(id: str) -> str:
-        return await _read_one(app, id, validate.MEMORY_ID, "memory", backend.memory)
+        return await _read_one(app, id, MEMORY_ID, "memory", backend.memory)
 
 
 async def _read_one(
@@ -281,7 +300,7 @@ async def _read_one(
     example = ("c_" if what == "chunk" else "m_") + "0123456789abcdef" * 2
     with resource_errors():
         try:
-            validate.check_id(item_id, pattern, what, example)
+            requests.check_id(item_id, pattern, what, example)
         except MemserverError as err:
             raise ResourceNotFoundError(explain(err)) from err
         found = await run_blocking(app, fetch, item_id)

@@ -5,7 +5,7 @@ Importing the stores and loading the models takes seconds, while a client expect
 it starts, and every call waits on the same lock until the engine is ready. A failed
 load is not remembered: the next call tries again, so an index created (or a model
 cached) after the server started is picked up without a restart. Snapshots of the
-index reload by themselves when the stores change (see `retrieve.view`).
+index reload by themselves when the stores change (see `store.snapshot`).
 
 All methods block; the server runs them in worker threads. No MCP types in here.
 """
@@ -15,10 +15,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memserver.core.errors import MemserverError
+from memserver.core.requests import Filters, Note, Scope
+
+if TYPE_CHECKING:
+    from indexers.watcher import Watcher
+    from memserver.engine import Engine
+    from memserver.retrieve.attribute import Attributor
+    from memserver.retrieve.recall import Recaller
+    from memserver.store.index import IndexStore
 
 logger = logging.getLogger("memserver.server")
 
@@ -39,13 +48,14 @@ class Backend:
         self.embedder_flag = embedder_flag
         self.env = env
         self.lock = threading.Lock()  # held while loading; every call waits on it
-        self._engine: Any = None
-        self._recaller: Any = None
-        self._attributor: Any = None
+        self._engine: Engine | None = None
+        self._recaller: Recaller | None = None
+        self._store: IndexStore | None = None
+        self._attributor: Attributor | None = None
         self._attr_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
-        self._watcher: Any = None
+        self._watcher: Watcher | None = None
 
     # -- loading -------------------------------------------------------------------
 
@@ -63,13 +73,13 @@ class Backend:
                 recaller = self._load()
                 # one real query loads the query model (and reranker) before a client waits on it
                 recaller.recall(WARM_UP_QUERY, k=1)
-            logger.info("memserver: index loaded from %s", self._engine.index_dir)
+            logger.info("memserver: index loaded from %s", self.index_dir or self.root or ".")
         except MemserverError as err:
             logger.warning("memserver: not ready yet: %s", err)
         except Exception:  # a thread must not die silently; the next call reports it
             logger.exception("memserver: loading the index failed")
 
-    def _load(self) -> Any:
+    def _load(self) -> Recaller:
         """The recaller, building engine and recaller on first use (caller holds the lock)."""
         if self._recaller is not None:
             return self._recaller
@@ -79,22 +89,24 @@ class Backend:
             engine = Engine(
                 self.root, self.index_dir, embedder_flag=self.embedder_flag, env=self.env
             )
-            recaller = engine.recaller()
-            recaller.view.get()  # read the snapshot now, not during the first query
+            store = engine.open_store()
+            recaller = engine.recaller(store=store)
+            recaller.snapshots()  # read the snapshot now, not during the first query
         except Exception as exc:
             self.last_error = str(exc)
             raise
-        self._engine, self._recaller, self.last_error = engine, recaller, None
+        self._engine, self._recaller, self._store, self.last_error = engine, recaller, store, None
         return recaller
 
-    def ready(self) -> tuple[Any, Any]:
-        """(engine, recaller), waiting for a load in progress or loading now."""
+    def ready(self) -> tuple[Engine, Recaller, IndexStore]:
+        """(engine, recaller, store), waiting for a load in progress or loading now."""
         with self.lock:
             if self._recaller is not None and self._replaced():
                 logger.info("memserver: the index was rebuilt or removed; reloading")
-                self._engine = self._recaller = self._attributor = None
+                self._engine = self._recaller = self._store = self._attributor = None
             recaller = self._load()
-            return self._engine, recaller
+            assert self._engine is not None and self._store is not None
+            return self._engine, recaller, self._store
 
     def _replaced(self) -> bool:
         """Whether the loaded index was rebuilt (maybe with another embedder) or removed.
@@ -104,11 +116,12 @@ class Backend:
         """
         from memserver.store.meta import read_meta
 
+        assert self._engine is not None and self._store is not None
         try:
             meta = read_meta(self._engine.index_dir)
         except MemserverError:
             return True
-        loaded = self._recaller.store.meta
+        loaded = self._store.meta
         key = ("created_at", "embedder", "dim", "schema_version")
         return meta is None or any(getattr(meta, k) != getattr(loaded, k) for k in key)
 
@@ -126,42 +139,39 @@ class Backend:
         self,
         query: str,
         *,
-        budget_tokens: int,
+        budget_tokens: int | None,
         paths: tuple[str, ...] = (),
         languages: tuple[str, ...] = (),
         kinds: tuple[str, ...] = (),
         include_memories: bool = True,
-        scope: tuple[tuple[str, str], ...] = (),
+        scope: Scope = (),
     ) -> dict[str, Any]:
-        from memserver.retrieve.arms import Filters
-
-        engine, recaller = self.ready()
+        engine, recaller, store = self.ready()
         result = recaller.recall(
             query,
             budget_tokens=budget_tokens,
             filters=Filters(paths, languages, kinds, scope),
             include_memories=include_memories,
         )
-        self._attribution(engine, recaller).note_evidence(result.evidence)  # what was loaded
+        self._attribution(engine, recaller, store).note_evidence(result.evidence)  # loaded
         return dict(result.to_dict())
 
-    def _attribution(self, engine: Any, recaller: Any) -> Any:
+    def _attribution(self, engine: Engine, recaller: Recaller, store: IndexStore) -> Attributor:
         """The attributor, sharing the recaller's store and query model (built once)."""
         with self._attr_lock:
-            if self._attributor is None or self._attributor.store is not recaller.store:
-                self._attributor = engine.attributor(store=recaller.store,
-                                                     embedder=recaller.embedder)  # fmt: skip
+            if self._attributor is None or self._attributor.store is not store:
+                self._attributor = engine.attributor(store=store, embedder=recaller.embedder)
             return self._attributor
 
-    def remember(self, note: Any) -> dict[str, Any]:
-        engine, recaller = self.ready()
+    def remember(self, note: Note) -> dict[str, Any]:
+        engine, recaller, _ = self.ready()
         service = engine.memory_service(embedder=recaller.embedder)
         return dict(service.remember(note).to_dict())
 
     def forget(
         self, ids: tuple[str, ...], paths: tuple[str, ...], reason: str, erase: bool
     ) -> dict[str, Any]:
-        engine, recaller = self.ready()
+        engine, recaller, _ = self.ready()
         service = engine.memory_service(embedder=recaller.embedder)
         return dict(service.forget(ids, paths, reason=reason, erase=erase).to_dict())
 
@@ -173,10 +183,9 @@ class Backend:
         """Keep the index fresh from file events, in background threads, with a writer engine
         of its own (it builds the index first when there is none)."""
         from memserver.engine import Engine
-        from memserver.ingest.live import start_watching
 
         engine = Engine(self.root, self.index_dir, embedder_flag=self.embedder_flag, env=self.env)
-        self._watcher, _ = start_watching(engine)
+        self._watcher, _ = engine.watch()
 
     def stop_watching(self) -> None:
         if self._watcher is not None:
@@ -184,20 +193,19 @@ class Backend:
             self._watcher = None
 
     def status(self) -> dict[str, Any]:
-        engine, _ = self.ready()
-        info = dict(engine.status())
-        info["server"] = {"engine": self.state}
+        engine, _, store = self.ready()
+        status = replace(engine.status(store), server={"engine": self.state})
         w = self._watcher
         if w is not None:
-            info["watcher"] = {
+            status = replace(status, watcher={
                 "state": "on", "batches": w.batches, "pending_changes": w.queue.pending(),
                 "errors": w.errors, "last_error": w.last_error,
-            }  # fmt: skip
-        return info
+            })  # fmt: skip
+        return status.to_dict()
 
     def chunk(self, chunk_id: str) -> dict[str, Any] | None:
-        _, recaller = self.ready()
-        found = recaller.store.lance.get_chunks([chunk_id]).get(chunk_id)
+        _, _, store = self.ready()
+        found = store.chunks.get([chunk_id]).get(chunk_id)
         if found is None:
             return None
         c, embedded = found
@@ -208,8 +216,8 @@ class Backend:
         }  # fmt: skip
 
     def memory(self, memory_id: str) -> dict[str, Any] | None:
-        _, recaller = self.ready()
-        m = recaller.store.memories.get([memory_id]).get(memory_id)
+        _, _, store = self.ready()
+        m = store.memories.get([memory_id]).get(memory_id)
         if m is None:
             return None
         return {

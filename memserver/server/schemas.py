@@ -9,7 +9,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memserver.server.validate import MAX_BUDGET, MIN_BUDGET
+from memserver.core.requests import LIMITS
+
+MIN_BUDGET, MAX_BUDGET = LIMITS.budget_min, LIMITS.budget_max
 
 INSTRUCTIONS = """\
 memserver is a searchable memory of this codebase (source files and docs, cut at function,
@@ -58,8 +60,9 @@ user to run `memserver index` in the project root. Read-only."""
 
 QUERY = "The question, or the identifiers/file names to look up. Must not be empty."
 BUDGET = (
-    f"Most tokens of evidence text to return ({MIN_BUDGET}-{MAX_BUDGET}). 4096 suits one "
-    "focused question; raise it for broad surveys, lower it to save context."
+    f"Most tokens of evidence text to return ({MIN_BUDGET}-{MAX_BUDGET}); default: the "
+    "server's [recall] budget_tokens (4096). 4096 suits one focused question; raise it for "
+    "broad surveys, lower it to save context."
 )
 PATHS = (
     "Only search files matching these gitignore-style globs, relative to the project root, "
@@ -73,7 +76,7 @@ INCLUDE_MEMORIES = (
 )
 
 BudgetTokens = Annotated[
-    int,
+    int | None,
     Field(description=BUDGET, json_schema_extra={"minimum": MIN_BUDGET, "maximum": MAX_BUDGET}),
 ]
 

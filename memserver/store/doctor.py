@@ -39,8 +39,8 @@ from typing import Any
 from memserver.core.errors import IndexMismatch, IndexMissing, StoreError
 from memserver.store import statecache, tablecheck
 from memserver.store.bm25 import Bm25Index
-from memserver.store.index import IndexStore
-from memserver.store.lance import EVENTS, MEMORIES, connect
+from memserver.store.index import EVENTS, MEMORIES, IndexStore
+from memserver.store.lancedb import connect
 from memserver.store.lock import WriterLock, flock_held, probe
 from memserver.store.meta import IndexMeta, check_compatible, read_meta
 from memserver.store.statecache import DIRTY
@@ -283,9 +283,9 @@ class Doctor:
             self._add("sync", not before, found)
             self._add("crash-marker", not dirty, dirty_detail or "none")
             return 0
-        manifest_before = len(store.lance.manifest())
+        manifest_before = store.files.count()
         if MEMORIES in damaged:  # pass every file again: lost code memories are re-made
-            store.lance.write_manifest([], list(store.lance.manifest()))
+            store.forget_manifest()
         fixed = store.reconcile()
         store.mark_clean()
         after = {k: v for k, v in store.desync().items() if v}
@@ -294,12 +294,12 @@ class Doctor:
                   fixed=not after and bool(before or damaged or forced))  # fmt: skip
         self._add("crash-marker", not dirty, f"{dirty_detail} → cleared" if dirty else "none",
                   fixed=dirty and not after)  # fmt: skip
-        return manifest_before - len(store.lance.manifest())
+        return manifest_before - store.files.count()
 
     def _pending(self, store: IndexStore, meta: IndexMeta, requeued: int, lost: bool) -> None:
         parts = []
         if meta.dim:
-            chunks, memories = store.lance.count_unembedded(), store.memories.count_unembedded()
+            chunks, memories = store.chunks.count_unembedded(), store.memories.count_unembedded()
             if chunks or memories:
                 parts.append(f"{chunks} chunks and {memories} memories wait for vectors")
         if requeued:
@@ -320,10 +320,11 @@ def _marker_owner(marker: Path) -> str:
 
 def _duplicates(store: IndexStore) -> str:
     """Rows sharing an id (or manifest path): not something reconcile can fix."""
+    rows = store.counts()
     counts = {
-        "chunks": (int(store.lance.chunks.count_rows()), len(store.lance.chunk_states())),
-        "memories": (int(store.memories.table.count_rows()), len(store.memories.states())),
-        "files": (int(store.lance.files.count_rows()), len(store.lance.manifest())),
+        "chunks": (rows["chunks"], len(store.chunks.states())),
+        "memories": (rows["memories"], len(store.memories.states())),
+        "files": (rows["files"], len(store.files.read())),
     }
     extra = [f"{name} {rows - ids}" for name, (rows, ids) in counts.items() if rows != ids]
     if not extra:
@@ -333,7 +334,7 @@ def _duplicates(store: IndexStore) -> str:
 
 def _agreement(store: IndexStore) -> str:
     return (
-        f"manifest, LanceDB and tantivy agree: {len(store.lance.manifest())} files, "
-        f"{store.lance.count_current()} current chunks, {store.bm25.count('chunk')} chunk and "
-        f"{store.bm25.count('memory')} memory documents"
+        f"manifest, LanceDB and tantivy agree: {store.files.count()} files, "
+        f"{store.chunks.count_current()} current chunks, {store.keyword.count('chunk')} chunk "
+        f"and {store.keyword.count('memory')} memory documents"
     )

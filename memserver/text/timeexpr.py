@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
+from typing import Any
 
-from memserver.core.text import splice
+from memserver.text.terms import splice
 
 __all__ = ["Resolved", "dates_named", "resolve_relative"]
 
@@ -45,7 +46,7 @@ class Resolved:
 
 
 @cache
-def _parser() -> object:
+def _parser() -> Any:
     import dateparser
 
     return dateparser
@@ -73,9 +74,10 @@ def _parse(phrase: str, base: datetime) -> datetime | None:
         "RETURN_AS_TIMEZONE_AWARE": False,
     }
     try:
-        return dateparser.parse(text, languages=["en"], settings=settings)  # type: ignore[attr-defined]
+        found: datetime | None = dateparser.parse(text, languages=["en"], settings=settings)
     except Exception:  # dateparser raises on odd input; the phrase is then left as written
         return None
+    return found
 
 
 def resolve_relative(text: str, event_time: datetime) -> tuple[str, list[Resolved]]:
@@ -118,7 +120,7 @@ def dates_named(text: str) -> list[tuple[datetime, datetime]]:
             phrase = re.sub(r"(\d)(?:st|nd|rd|th)\b|\bof\s+", r"\1", m.group(), flags=re.I)
             settings = {"PREFER_DAY_OF_MONTH": "first", "RETURN_AS_TIMEZONE_AWARE": False}
             try:
-                when = dateparser.parse(phrase, languages=["en"], settings=settings)  # type: ignore[attr-defined]
+                when = dateparser.parse(phrase, languages=["en"], settings=settings)
             except Exception:
                 when = None
             if when is None:

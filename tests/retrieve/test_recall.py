@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memserver.core.errors import ConfigError
+from memserver.core.errors import BadRequest
+from memserver.core.requests import LIMITS, Filters
 from memserver.core.types import Evidence
-from memserver.retrieve.arms import Filters
+from memserver.retrieve import arms
 from memserver.retrieve.plan import plan_query
 from tests.conftest import write_tree
 
@@ -82,7 +83,7 @@ def test_changed_chunk_turns_its_memories_stale(indexed, sample_repo: Path, make
     stale = {m for m, (s, _) in after.items() if s == "stale"}
     assert stale and stale <= before
     store = make_engine(sample_repo).open_store()
-    assert store.bm25.all_ids("memory").isdisjoint(stale)
+    assert store.keyword.all_ids("memory").isdisjoint(stale)
 
 
 def test_filters_are_hard_constraints_and_fail_closed(indexed) -> None:
@@ -98,7 +99,7 @@ def test_filters_are_hard_constraints_and_fail_closed(indexed) -> None:
 
 
 def test_empty_query_is_an_error(indexed) -> None:
-    with pytest.raises(ConfigError, match="empty"):
+    with pytest.raises(BadRequest, match="empty"):
         indexed.recaller().recall("   ")
 
 
@@ -113,13 +114,17 @@ class ReverseAlphabet:
 
 def test_reranker_stage_reorders_and_can_be_switched_off(indexed) -> None:
     recaller = indexed.recaller()
-    plain = recaller.recall("settings retry routes", k=20, budget_tokens=10**6, max_files=10)
+    plain = recaller.recall(
+        "settings retry routes", k=20, budget_tokens=LIMITS.budget_max, max_files=10
+    )
     recaller.reranker = ReverseAlphabet()
-    reranked = recaller.recall("settings retry routes", k=20, budget_tokens=10**6, max_files=10)
+    reranked = recaller.recall(
+        "settings retry routes", k=20, budget_tokens=LIMITS.budget_max, max_files=10
+    )
     paths = [e.path for e in reranked.evidence]
     assert paths == sorted(paths, key=lambda p: -sum(map(ord, p)))
-    off = recaller.recall("settings retry routes", k=20, budget_tokens=10**6, max_files=10,
-                          rerank=False)  # fmt: skip
+    off = recaller.recall("settings retry routes", k=20, budget_tokens=LIMITS.budget_max,
+                          max_files=10, rerank=False)  # fmt: skip
     assert [e.id for e in off.evidence] == [e.id for e in plain.evidence]
 
 
@@ -127,10 +132,10 @@ def test_adjacent_chunks_of_one_file_merge_into_one_span(indexed) -> None:
     from memserver.retrieve.merge import merge_adjacent
 
     recaller = indexed.recaller()
-    snap = recaller.view.get()
-    rows = [i for i, c in enumerate(snap.chunks) if snap.next_in_file.get(i) == i + 1]
+    snap = recaller.snapshots()
+    rows = [i for i in range(snap.size()) if snap.next_in_file(i) == i + 1]
     assert rows, "the sample repo has neighbouring chunks"
-    first, second = snap.chunks[rows[0]], snap.chunks[rows[0] + 1]
+    first, second = snap.fetch([rows[0], rows[0] + 1])
 
     def evidence(c, score: float) -> Evidence:
         return Evidence(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language,
@@ -154,7 +159,8 @@ _QUERIES = st.sampled_from(
 
 @settings(max_examples=60, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-@given(query=_QUERIES, budget=st.integers(1, 3000), files=st.integers(1, 6), k=st.integers(1, 30))
+@given(query=_QUERIES, budget=st.integers(LIMITS.budget_min, 3000), files=st.integers(1, 6),
+       k=st.integers(1, 30))  # fmt: skip
 def test_pack_is_never_over_budget(indexed, query: str, budget: int, files: int, k: int) -> None:
     result = indexed.recaller().recall(query, k=k, budget_tokens=budget, max_files=files)
     assert result.tokens == sum(e.tokens for e in result.evidence) <= budget
@@ -188,10 +194,11 @@ def test_the_dense_arm_carries_the_weight_of_the_routes_it_stands_for(indexed) -
     outvote meaning 3.5 to 1 on a query with expansions."""
     recaller = indexed.recaller(rerank=False)
     s = recaller.settings
-    snap = recaller.view.get()
+    snap = recaller.snapshots()
     plan = plan_query("remove the config file when the request fails", expansions=s.expansions)
     assert len(plan.routes) >= 3 and s.dense_routes == 1
-    _, weights, _ = recaller._arms(snap, plan, (None, None), True, {})
+    specs = arms.plan_arms(plan, s, dense_count=1, include_memories=True, large=snap.large)
+    weights = {sp.name: sp.weight for sp in specs}
     total = sum(r.weight for r in plan.routes)
     assert weights["original/dense"] == pytest.approx(total)
     assert weights["original/dense-memory"] == pytest.approx(total * s.memory_weight)

@@ -33,7 +33,7 @@ def test_embedding_gives_way_to_waiting_changes_and_finishes_when_quiet(
     # the keyword phase is whole; the embedding stopped after its first step, and kept it
     assert report.files_indexed == len(paths) and report.chunks_embedded == _STEP
     assert report.chunks_unembedded == 4 and live.embedding_left
-    assert engine.open_store().lance.count_unembedded() == 4
+    assert engine.open_store().chunks.count_unembedded() == 4
     assert "def step_19_5" in engine.recaller(rerank=False).recall("step_19_5").evidence[0].text
 
     waiting[0] = False
@@ -58,5 +58,5 @@ def test_a_steady_stream_is_compacted_without_waiting_for_quiet(
         live.apply(_batch("src/config.py"))
         # compacted after the second changing batch, counting again from the third
         assert live.commits_since_housekeeping == [1, 0, 1][n]
-    fragments = engine.open_store().lance.chunks.stats()["fragment_stats"]["num_fragments"]
+    fragments = engine.open_store().table("chunks").stats()["fragment_stats"]["num_fragments"]
     assert fragments <= 3

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memserver.core.errors import ConfigError
+from memserver.core.errors import BadRequest
 from memserver.retrieve.attribute import FEATURES, Attributor, _source, claim_features
 from tests.conftest import requires_model
 
 
 def _ids(engine, path: str) -> list[str]:
-    return list(engine.open_store().lance.manifest()[path].chunk_ids)
+    return list(engine.open_store().files.read()[path].chunk_ids)
 
 
 def test_identifier_number_and_word_overlap_are_measured() -> None:
@@ -46,7 +46,7 @@ def test_claims_cite_the_source_that_supports_them(sample_repo: Path, make_engin
     assert len(out.claims) == 2
     first, second = out.claims
     cited = {s["id"] for s in first["supported_by"]}
-    texts = {cid: c.text for cid, (c, _) in engine.open_store().lance.get_chunks(loaded).items()}
+    texts = {cid: c.text for cid, (c, _) in engine.open_store().chunks.get(loaded).items()}
     assert cited and all("send_with_retry" in texts[c] or "RetryPolicy" in texts[c] for c in cited)
     assert second["supported_by"] == [] and out.unsupported == [second["text"]]
     assert set(out.cited) <= set(loaded)
@@ -55,9 +55,9 @@ def test_claims_cite_the_source_that_supports_them(sample_repo: Path, make_engin
 
 def test_bad_calls_are_explained(indexed_repo: Path, make_engine) -> None:
     attributor = make_engine(indexed_repo).attributor()
-    with pytest.raises(ConfigError, match="empty"):
+    with pytest.raises(BadRequest, match="empty"):
         attributor.attribute("  ", ["c_" + "0" * 32])
-    with pytest.raises(ConfigError, match="no evidence"):
+    with pytest.raises(BadRequest, match="no evidence"):
         attributor.attribute("It retries.", [])
-    with pytest.raises(ConfigError, match="at most"):
+    with pytest.raises(BadRequest, match="at most"):
         attributor.attribute("It retries.", [f"c_{i:032x}" for i in range(101)])

@@ -1,80 +1,169 @@
-"""An in-memory view of the current chunks and active memories for fast recall.
+"""The in-memory recall read model: every current chunk and showable memory, with vectors.
 
-Loaded once from LanceDB and brought up to date only when the stores' fingerprint moves
-(a cheap directory listing), so a recall costs no table scans: dense search is one matrix
-product over unit vectors, filters are boolean masks, and evidence rows come from memory.
-From `[recall] ann_min_rows` current chunks on, the lean view of `retrieve.lean` is loaded
-instead (no texts or vectors in memory).
+Loaded once from LanceDB and brought up to date only when the stores move (see
+`store.snapshot`), so a recall costs no table scans: dense search is one matrix product
+over unit vectors, filters are boolean masks, and evidence rows come from memory.
 
 Bringing it up to date reads only what changed. Lance writes a row anew whenever it changes
 it, so each row's address (`ADDRESS`) says whether the row is the one already in memory: a
 refresh reads the ids and addresses of the current rows, keeps the rows whose address is the
-same and reads the others. A keyword-index commit alone only reopens tantivy's searcher.
+same and reads the others.
 """
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from memserver.core.protocols import FileState
 from memserver.core.types import Chunk
+from memserver.store.chunks import chunk_from_row
 from memserver.store.index import IndexStore
-from memserver.store.lance import ADDRESS, chunk_from_row, scope_pairs, vector_matrix
-from memserver.store.statecache import fingerprint
+from memserver.store.lancedb import ADDRESS, vector_matrix
+from memserver.store.schema import scope_pairs
 
-_TABLES = ("chunks", "files", "memories")  # what the view is read from (with tantivy)
+__all__ = ["MemorySnapshot", "load_snapshot", "refresh_snapshot", "turn_key"]
+
+_DIGITS = "0123456789"
+
+
+def turn_key(path: str) -> str:
+    """A turn's conversation and id prefix: its path without the digits that end it
+    (`conversations/s1/D1:12` → `conversations/s1/d1:`), lower-cased."""
+    return path.rstrip(_DIGITS).lower()
+
+
+def top_rows(scores: np.ndarray, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The k best allowed rows with a positive score: a vector at or below zero shares
+    nothing with the query, and the order of such ties is arbitrary."""
+    allowed = allowed & (scores > 0)
+    masked = np.where(allowed, scores, -np.inf)
+    k = min(k, int(allowed.sum()))
+    if k <= 0:
+        return []
+    idx = np.argpartition(-masked, k - 1)[:k]
+    order = idx[np.argsort(-masked[idx], kind="stable")]
+    return [(int(i), float(scores[i])) for i in order]
 
 
 @dataclass
-class Snapshot:
+class MemorySnapshot:
     chunks: list[Chunk]
     embedded: np.ndarray  # bool per chunk
     vectors: np.ndarray | None  # (n, dim) float32, zero rows where not embedded
     row: dict[str, int]  # chunk id → row
     by_symbol: dict[str, list[int]]  # lower-cased symbol and its last part → rows
     by_path: dict[str, list[int]]  # lower-cased path, file name and stem → rows
-    next_in_file: dict[int, int]  # row → row of the next chunk of the same file
+    following: dict[int, int]  # row → row of the next chunk of the same file
+    turns: dict[tuple[str, int], int] = field(default_factory=dict)  # (turn_key, n) → row
     memory_ids: list[str] = field(default_factory=list)
     memory_source: list[list[int]] = field(default_factory=list)  # memory → chunk rows
     memory_vectors: np.ndarray | None = None
     memory_row: dict[str, int] = field(default_factory=dict)
     memory_scope: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
     stale_rows: set[int] = field(default_factory=set)  # note chunks with a stale memory
-    files: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # path → size, mtime, hash
-    ann: Any = None  # the lean view's ANN search (retrieve.lean); None: vectors are in memory
-    # what a refresh compares and relinks (the in-memory view only)
+    files: dict[str, FileState] = field(default_factory=dict)  # path → size, mtime, hash
+    # what a refresh compares and relinks
     addresses: list[int] = field(default_factory=list)  # per chunk row
     memory_addresses: list[int] = field(default_factory=list)
     memory_source_ids: list[tuple[str, ...]] = field(default_factory=list)
     memory_status: list[str] = field(default_factory=list)
+    large = False
 
-    def id_at(self, row: int) -> str:
-        return self.chunks[row].id
+    # -- the Snapshot protocol ------------------------------------------------------------
 
     def size(self) -> int:
         return len(self.chunks)
 
-    def mask_by(self, column: str, keep: Callable[[Any], bool]) -> np.ndarray:
-        """Rows whose `column` value (path, language, kind, scope) passes `keep`."""
-        return np.array([keep(getattr(c, column)) for c in self.chunks], dtype=bool)
+    def id_at(self, row: int) -> str:
+        return self.chunks[row].id
 
-    def memory_mask_by(self, keep: Callable[[Any], bool]) -> np.ndarray:
-        """Memory rows whose scope passes `keep`."""
-        return np.array([keep(s) for s in self.memory_scope], dtype=bool)
+    def rows_of(self, ids: Sequence[str], memories: bool = False) -> list[int | None]:
+        rows = self.memory_row if memories else self.row
+        return [rows.get(i) for i in ids]
 
     def fetch(self, rows: Sequence[int]) -> list[Chunk]:
         return [self.chunks[r] for r in rows]
 
-    def rows_of(self, ids: Sequence[str], memories: bool = False) -> list[int | None]:
-        """Chunk (or memory) rows of many ids at once; None where an id is not current."""
-        rows = self.memory_row if memories else self.row
-        return [rows.get(i) for i in ids]
+    def mask_by(self, column: str, keep: Callable[[Any], bool]) -> np.ndarray:
+        return np.array([keep(getattr(c, column)) for c in self.chunks], dtype=bool)
+
+    def memory_mask_by(self, keep: Callable[[Any], bool]) -> np.ndarray:
+        return np.array([keep(s) for s in self.memory_scope], dtype=bool)
+
+    def time_mask(self, spans: Sequence[tuple[datetime, datetime]]) -> np.ndarray | None:
+        if not spans or not self.chunks:
+            return None
+        return np.array([c.event_time is not None and any(a <= c.event_time < b for a, b in spans)
+                         for c in self.chunks], dtype=bool)  # fmt: skip
+
+    def embedded_at(self, row: int) -> bool:
+        return bool(self.embedded[row])
+
+    def unembedded(self) -> int:
+        return int((~self.embedded).sum())
+
+    def has_vectors(self) -> bool:
+        return self.vectors is not None
+
+    def prefetch_dense(
+        self,
+        qv: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None,
+        memory_k: int | None,
+        memory_allowed: np.ndarray | None,
+    ) -> None:
+        return None  # a matrix product needs no head start
+
+    def dense(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
+              ) -> list[tuple[int, float]]:  # fmt: skip
+        if self.vectors is None:
+            return []
+        ok = self.embedded if allowed is None else self.embedded & allowed
+        return top_rows(self.vectors @ qv, ok, k)
+
+    def dense_memories(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
+                       ) -> list[tuple[int, float]]:  # fmt: skip
+        if self.memory_vectors is None or not self.memory_ids:
+            return []
+        ok = np.ones(len(self.memory_ids), dtype=bool) if allowed is None else allowed
+        return top_rows(self.memory_vectors @ qv, ok, k)
+
+    def memory_id_at(self, mrow: int) -> str:
+        return self.memory_ids[mrow]
+
+    def memory_sources(self, mrow: int) -> Sequence[int]:
+        return self.memory_source[mrow]
+
+    def rows_named(self, key: str) -> Sequence[int]:
+        return self.by_symbol.get(key, ())
+
+    def rows_at_path(self, key: str) -> Sequence[int]:
+        return self.by_path.get(key, ())
+
+    def next_in_file(self, row: int) -> int | None:
+        return self.following.get(row)
+
+    def next_turns(self, row: int, reach: int) -> list[int]:
+        c = self.chunks[row]
+        if c.turn < 0:
+            return []
+        key = turn_key(c.path)
+        found = (self.turns.get((key, c.turn + d)) for d in range(1, reach + 1))
+        return [r for r in found if r is not None]
+
+    def is_stale(self, row: int) -> bool:
+        return row in self.stale_rows
+
+    def file_state(self, path: str) -> FileState | None:
+        return self.files.get(path)
 
 
 @dataclass
@@ -119,7 +208,7 @@ def _read_chunks(store: IndexStore, ids: Sequence[str] | None = None) -> _Chunks
     """The current chunks (of `ids` when given) with their vectors and addresses."""
     if ids is not None and not ids:
         return _Chunks([], np.zeros(0, dtype=bool), _pick(None, [], store.meta.dim), [])
-    table = store.lance.current_table(with_vectors=True, ids=ids, addresses=True)
+    table = store.chunks.current_table(with_vectors=True, ids=ids, addresses=True)
     plain = table.select([c for c in table.column_names if c not in ("vector", ADDRESS)])
     rows = plain.to_pylist()
     return _Chunks(
@@ -149,11 +238,11 @@ def _read_memories(store: IndexStore, ids: Sequence[str] | None = None) -> _Memo
     )
 
 
-def _chunks_of(snap: Snapshot) -> _Chunks:
+def _chunks_of(snap: MemorySnapshot) -> _Chunks:
     return _Chunks(snap.chunks, snap.embedded, snap.vectors, snap.addresses)
 
 
-def _memories_of(snap: Snapshot) -> _Memories:
+def _memories_of(snap: MemorySnapshot) -> _Memories:
     return _Memories(snap.memory_ids, snap.memory_source_ids, snap.memory_status,
                      snap.memory_scope, snap.memory_vectors, snap.memory_addresses)  # fmt: skip
 
@@ -187,23 +276,41 @@ def _memory_delta(old: _Memories, now: dict[str, int], fresh: _Memories, dim: in
     )
 
 
+def name_keys(symbol: str) -> set[str]:
+    """The exact arm's keys of a chunk symbol: each name and its last part, lower-cased."""
+    keys: set[str] = set()
+    for sym in symbol.split(", ") if symbol else ():
+        keys |= {sym.lower(), sym.rsplit(".", 1)[-1].lower()}
+    return keys
+
+
+def path_keys(path: str) -> set[str]:
+    """The exact arm's keys of a path: the path, the file name and its stem, lower-cased."""
+    name = path.rsplit("/", 1)[-1].lower()
+    return {path.lower(), name, name.rsplit(".", 1)[0]}
+
+
 def _index_names(chunks: list[Chunk]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     by_symbol: dict[str, list[int]] = defaultdict(list)
     by_path: dict[str, list[int]] = defaultdict(list)
     for i, c in enumerate(chunks):
-        for sym in c.symbol.split(", ") if c.symbol else ():
-            keys = {sym.lower(), sym.rsplit(".", 1)[-1].lower()}
-            for key in keys:
-                by_symbol[key].append(i)
-        name = c.path.rsplit("/", 1)[-1].lower()
-        for key in {c.path.lower(), name, name.rsplit(".", 1)[0]}:
+        for key in name_keys(c.symbol):
+            by_symbol[key].append(i)
+        for key in path_keys(c.path):
             by_path[key].append(i)
     return dict(by_symbol), dict(by_path)
 
 
-def _assemble(
-    part: _Chunks, mem: _Memories | None, files: dict[str, tuple[int, int, str]]
-) -> Snapshot:
+def _turns(chunks: list[Chunk]) -> dict[tuple[str, int], int]:
+    turns: dict[tuple[str, int], int] = {}
+    for i, c in enumerate(chunks):
+        if c.origin == "turn" and c.turn >= 0:
+            turns.setdefault((turn_key(c.path), c.turn), i)
+    return turns
+
+
+def _assemble(part: _Chunks, mem: _Memories | None, files: dict[str, FileState]
+              ) -> MemorySnapshot:  # fmt: skip
     """A snapshot of chunks ordered by file and line (ties by id) and memories by id."""
     snap = _chunk_side(part, files)
     if mem is not None:
@@ -212,27 +319,28 @@ def _assemble(
     return snap
 
 
-def _chunk_side(part: _Chunks, files: dict[str, tuple[int, int, str]]) -> Snapshot:
+def _chunk_side(part: _Chunks, files: dict[str, FileState]) -> MemorySnapshot:
     order = sorted(range(len(part.chunks)),
                    key=lambda i: (part.chunks[i].path, part.chunks[i].start_line,
                                   part.chunks[i].id))  # fmt: skip
     chunks = [part.chunks[i] for i in order]
     vectors = part.vectors[np.asarray(order, dtype=np.int64)] if part.vectors is not None else None
     row = {c.id: i for i, c in enumerate(chunks)}
-    next_in_file = {  # code and docs only: a note and its code blocks are separate texts
+    following = {  # code and docs only: a note and its code blocks are separate texts
         i: i + 1 for i in range(len(chunks) - 1)
         if chunks[i].path == chunks[i + 1].path and chunks[i].origin == chunks[i + 1].origin
         == "file"
     }  # fmt: skip
     by_symbol, by_path = _index_names(chunks)
-    return Snapshot(
+    return MemorySnapshot(
         chunks=chunks, embedded=part.embedded[order].astype(bool),
         vectors=vectors if chunks else None, row=row, by_symbol=by_symbol, by_path=by_path,
-        next_in_file=next_in_file, files=files, addresses=[part.addresses[i] for i in order],
+        following=following, turns=_turns(chunks), files=files,
+        addresses=[part.addresses[i] for i in order],
     )  # fmt: skip
 
 
-def _set_memories(snap: Snapshot, mem: _Memories) -> None:
+def _set_memories(snap: MemorySnapshot, mem: _Memories) -> None:
     order = sorted(range(len(mem.ids)), key=mem.ids.__getitem__)
     snap.memory_ids = [mem.ids[i] for i in order]
     snap.memory_row = {m: i for i, m in enumerate(snap.memory_ids)}
@@ -245,14 +353,14 @@ def _set_memories(snap: Snapshot, mem: _Memories) -> None:
         snap.memory_vectors = mem.vectors[np.asarray(order, dtype=np.int64)]
 
 
-def _copy_memories(snap: Snapshot, old: Snapshot) -> None:
+def _copy_memories(snap: MemorySnapshot, old: MemorySnapshot) -> None:
     snap.memory_ids, snap.memory_row = old.memory_ids, old.memory_row
     snap.memory_source_ids, snap.memory_status = old.memory_source_ids, old.memory_status
     snap.memory_scope, snap.memory_addresses = old.memory_scope, old.memory_addresses
     snap.memory_vectors = old.memory_vectors
 
 
-def _link_memories(snap: Snapshot) -> None:
+def _link_memories(snap: MemorySnapshot) -> None:
     """Memories → chunk rows (new objects: an older snapshot may share the others)."""
     row = snap.row
     snap.memory_source = [[row[s] for s in src if s in row] for src in snap.memory_source_ids]
@@ -263,19 +371,19 @@ def _link_memories(snap: Snapshot) -> None:
     }
 
 
-def _files(store: IndexStore) -> dict[str, tuple[int, int, str]]:
-    return {p: (r.size, r.mtime_ns, r.content_hash) for p, r in store.lance.manifest().items()}
+def file_states(store: IndexStore) -> dict[str, FileState]:
+    return {p: (r.size, r.mtime_ns, r.content_hash) for p, r in store.files.read().items()}
 
 
-def load_snapshot(store: IndexStore, with_memories: bool) -> Snapshot:
+def load_snapshot(store: IndexStore, with_memories: bool) -> MemorySnapshot:
     mem = _read_memories(store) if with_memories else None
-    return _assemble(_read_chunks(store), mem, _files(store))
+    return _assemble(_read_chunks(store), mem, file_states(store))
 
 
 def refresh_snapshot(
-    store: IndexStore, snap: Snapshot, with_memories: bool, changed: set[str],
+    store: IndexStore, snap: MemorySnapshot, with_memories: bool, changed: set[str],
     max_rows: int | None = None,
-) -> Snapshot | None:  # fmt: skip
+) -> MemorySnapshot | None:  # fmt: skip
     """`snap` brought up to date, reading only the rows of the `changed` tables whose
     address moved; None when a whole load is the better way (too much changed, or more
     than `max_rows` current chunks). What did not change is shared with `snap`."""
@@ -295,7 +403,7 @@ def refresh_snapshot(
     if with_memories and changed & {"chunks", "memories"}:
         _link_memories(fresh)
     if "files" in changed:
-        fresh.files = _files(store)
+        fresh.files = file_states(store)
     return fresh
 
 
@@ -304,8 +412,9 @@ def _worth_it(stale: int, rows: int) -> bool:
     return stale <= max(256, rows // 4)
 
 
-def _fresh_chunks(store: IndexStore, snap: Snapshot, max_rows: int | None) -> _Chunks | None:
-    now = store.lance.current_addresses()
+def _fresh_chunks(store: IndexStore, snap: MemorySnapshot, max_rows: int | None
+                  ) -> _Chunks | None:  # fmt: skip
+    now = store.chunks.current_addresses()
     if max_rows is not None and len(now) > max_rows:
         return None
     known = dict(zip((c.id for c in snap.chunks), snap.addresses, strict=True))
@@ -316,7 +425,7 @@ def _fresh_chunks(store: IndexStore, snap: Snapshot, max_rows: int | None) -> _C
     return _chunk_delta(_chunks_of(snap), now, _read_chunks(store, stale), dim)
 
 
-def _fresh_memories(store: IndexStore, snap: Snapshot) -> _Memories | None:
+def _fresh_memories(store: IndexStore, snap: MemorySnapshot) -> _Memories | None:
     now = store.memories.shown_addresses()
     known = dict(zip(snap.memory_ids, snap.memory_addresses, strict=True))
     stale = [m for m, at in now.items() if known.get(m) != at]
@@ -324,58 +433,3 @@ def _fresh_memories(store: IndexStore, snap: Snapshot) -> _Memories | None:
         return None
     dim = store.meta.dim
     return _memory_delta(_memories_of(snap), now, _read_memories(store, stale), dim)
-
-
-class RecallView:
-    """The snapshot, brought up to date when the stores change under it (thread-safe)."""
-
-    def __init__(
-        self, store: IndexStore, with_memories: bool = True, *, ann_min_rows: int = 0,
-        nprobes: int = 20, refine: int = 5, memory_refine: int = 5, probe_factor: float = 0.0,
-        memory_probe_factor: float = 0.0,
-    ) -> None:  # fmt: skip
-        self.store = store
-        self.with_memories = with_memories
-        self.ann_min_rows = ann_min_rows  # from this many current chunks on: the lean view
-        self.ann_settings = (nprobes, refine, memory_refine, probe_factor, memory_probe_factor)
-        self._lock = threading.Lock()
-        self._print: Any = None
-        self._snap: Snapshot | None = None
-
-    def get(self) -> Snapshot:
-        stores = fingerprint(self.store.dir, _TABLES)
-        with self._lock:
-            if self._snap is None or stores is None or stores != self._print:
-                self._snap = self._update(self._snap, _changed(self._print, stores))
-                self._print = stores
-                # after the rows: a keyword commit made meanwhile is seen now, not next time
-                self.store.bm25.refresh()
-            return self._snap
-
-    def _update(self, snap: Snapshot | None, changed: set[str] | None) -> Snapshot:
-        if snap is None or changed is None or snap.ann is not None:
-            return self._load()
-        if not changed - {"bm25"}:  # only tantivy moved (reopened by `get`)
-            return snap
-        limit = self.ann_min_rows - 1 if self.ann_min_rows > 0 else None
-        fresh = refresh_snapshot(self.store, snap, self.with_memories, changed, limit)
-        return fresh if fresh is not None else self._load()
-
-    def _load(self) -> Snapshot:
-        if self.ann_min_rows > 0 and self.store.lance.count_current() >= self.ann_min_rows:
-            from memserver.retrieve.lean import Ann, load_lean
-
-            ann = Ann(self.store, *self.ann_settings)
-            return load_lean(self.store, self.with_memories, ann)
-        return load_snapshot(self.store, self.with_memories)
-
-
-def _changed(before: list[Any] | None, now: list[Any] | None) -> set[str] | None:
-    """Names of the fingerprint parts (tables, "bm25") that differ; None: compare nothing."""
-    if before is None or now is None:
-        return None
-    old = {part[0]: part for part in before}
-    new = {part[0]: part for part in now}
-    if old.keys() != new.keys():
-        return None
-    return {name for name, part in new.items() if old[name] != part}

@@ -26,11 +26,11 @@ def _engine(root: Path, index_dir: Path | None = None) -> Engine:
 def _state(engine: Engine) -> dict[str, object]:
     store = engine.open_store()
     return {
-        "current": sorted(c for c, cur in store.lance.chunk_states().items() if cur),
-        "bm25": sorted(store.bm25.all_ids()),
-        "memories": sorted(store.bm25.all_ids("memory")),
-        "manifest": {p: sorted(r.chunk_ids) for p, r in store.lance.manifest().items()},
-        "unembedded": store.lance.count_unembedded(),
+        "current": sorted(c for c, cur in store.chunks.states().items() if cur),
+        "bm25": sorted(store.keyword.all_ids()),
+        "memories": sorted(store.keyword.all_ids("memory")),
+        "manifest": {p: sorted(r.chunk_ids) for p, r in store.files.read().items()},
+        "unembedded": store.chunks.count_unembedded(),
     }
 
 
@@ -126,8 +126,8 @@ def test_desync_and_a_dead_writers_crash_marker_are_reconciled(repo: Path) -> No
     engine = _engine(repo)
     before = _state(engine)
     store = engine.open_store()
-    store.bm25.delete(before["bm25"][:2])  # type: ignore[index]
-    store.bm25.commit()
+    store.keyword.delete(before["bm25"][:2])  # type: ignore[index]
+    store.keyword.commit()
     (engine.index_dir / DIRTY).write_text("999999999")  # a pid that cannot be running
     report = _engine(repo).doctor()
     assert _problems(report) == {"sync", "crash-marker"}

@@ -33,9 +33,9 @@ def _engine(root: Path) -> Engine:
 
 def _state(root: Path) -> tuple[dict[str, list[str]], set[str], set[str]]:
     store = _engine(root).open_store()
-    manifest = {p: sorted(r.chunk_ids) for p, r in store.lance.manifest().items()}
-    current = {c for c, cur in store.lance.chunk_states().items() if cur}
-    return manifest, current, store.bm25.all_ids()
+    manifest = {p: sorted(r.chunk_ids) for p, r in store.files.read().items()}
+    current = {c for c, cur in store.chunks.states().items() if cur}
+    return manifest, current, store.keyword.all_ids()
 
 
 def test_hostile_paths_index_recall_and_forget_exactly(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_hostile_paths_index_recall_and_forget_exactly(tmp_path: Path) -> None:
     assert set(manifest) == set(TREE)
     assert current == in_bm25 == {c for ids in manifest.values() for c in ids}
     store = _engine(root).open_store()
-    by_path = {c.path for c, _ in store.lance.get_chunks(sorted(current)).values()}
+    by_path = {c.path for c, _ in store.chunks.get(sorted(current)).values()}
     assert by_path == set(TREE)
 
     evidence = _engine(root).recaller().recall("quirky path function").evidence
@@ -84,10 +84,13 @@ def test_hostile_paths_index_recall_and_forget_exactly(tmp_path: Path) -> None:
 
 # -- every interpolation into a filter string goes through the quoting helpers -----------
 
-_FILTER_CALLS = {"where", "delete", "count_rows", "update", "find_chunks", "select"}
-_QUOTING = {"sql_quote", "_in"}
-_QUOTED_NAMES = {"names"}  # service.py: ", ".join(sql_quote(s) for s in symbols)
-_SOURCES = ("store", "memory", "retrieve", "ingest")
+_FILTER_CALLS = {"where", "delete", "count_rows", "update", "find", "select", "scan", "rows",
+                 "count", "_count", "update_where", "with_row_ids"}  # fmt: skip
+_QUOTING = {"sql_quote", "in_list", "_any_of"}
+# lancedb.py composes filters its callers built; memories.py joins sql_quote'd ids
+_QUOTED_NAMES = {"where", "listed"}
+_SOURCES = ("store",)  # SQL is written in the store alone
+_SERVICES = ("memory", "retrieve", "ingest")
 
 
 def _filter_strings(tree: ast.AST) -> list[ast.JoinedStr]:
@@ -101,8 +104,13 @@ def _filter_strings(tree: ast.AST) -> list[ast.JoinedStr]:
         elif isinstance(node, ast.Assign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = [t.id.lower() for t in targets if isinstance(t, ast.Name)]
-            if any(n.endswith("where") or n == "_stale_note" for n in names) and _sql(node.value):
-                found.append(node.value)
+            value = node.value
+            if isinstance(value, ast.ListComp):  # wheres = [f"... {x}" for b in batches]
+                value = value.elt
+            if any(n.endswith(("where", "wheres")) or n == "_stale_note" for n in names) and _sql(
+                value
+            ):
+                found.append(value)
     return [n for n in found if isinstance(n, ast.JoinedStr)]
 
 
@@ -138,4 +146,11 @@ def test_filter_strings_interpolate_only_quoted_values_or_constants() -> None:
                     if isinstance(part, ast.FormattedValue) and not _quoted(part.value)
                 ]
     assert checked >= 10, "the filter finder found too little: has the code moved?"
-    assert problems == [], f"filters must quote values with sql_quote / _in: {problems}"
+    assert problems == [], f"filters must quote values with sql_quote / in_list: {problems}"
+    elsewhere = [
+        (path.name, text.lineno)
+        for folder in _SERVICES
+        for path in sorted((package / folder).glob("*.py"))
+        for text in _filter_strings(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert elsewhere == [], f"SQL filters belong in memserver/store: {elsewhere}"

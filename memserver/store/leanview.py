@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -25,19 +26,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memserver.core.protocols import FileState
 from memserver.core.types import Chunk
-from memserver.retrieve.view import Snapshot
-from memserver.store.index import IndexStore
-from memserver.store.lance import scope_pairs
+from memserver.store.index import CHUNKS, MEMORIES, IndexStore
+from memserver.store.readview import file_states, name_keys, path_keys, turn_key
+from memserver.store.schema import scope_pairs
 
 _COLUMNS = ["id", "project", "path", "start_line", "end_line", "origin", "language", "kind",
-            "symbol", "tokens", "scope", "embedded"]  # fmt: skip
+            "symbol", "tokens", "scope", "embedded", "event_time", "speaker", "turn"]  # fmt: skip
 _MEMORY_COLUMNS = ["id", "source_ids", "status", "scope"]
 _MAX_WIDEN = 4.0  # a dense search asks for at most this many times k rows
 
 
 class IdRows:
-    """id → row over numpy arrays (binary search), a dict's `get`/`in`/`[]` without the dict."""
+    """id → row over numpy arrays (binary search): no dict of a million strings."""
 
     def __init__(self, ids: np.ndarray) -> None:
         self._order = np.argsort(ids, kind="stable").astype(np.int32)
@@ -51,23 +53,11 @@ class IdRows:
         if not len(self._sorted) or not len(ids):
             return np.full(len(ids), -1, dtype=np.int64)
         at = np.minimum(np.searchsorted(self._sorted, ids), len(self._sorted) - 1)
-        return np.where(self._sorted[at] == ids, self._order[at].astype(np.int64), -1)
-
-    def get(self, cid: str, default: Any = None) -> Any:
-        row = int(self.rows(np.array([cid.encode()]))[0])
-        return default if row < 0 else row
-
-    def __contains__(self, cid: object) -> bool:
-        return isinstance(cid, str) and self.get(cid) is not None
-
-    def __getitem__(self, cid: str) -> int:
-        row = self.get(cid)
-        if row is None:
-            raise KeyError(cid)
-        return int(row)
+        found: np.ndarray = np.where(self._sorted[at] == ids, self._order[at].astype(np.int64), -1)
+        return found
 
 
-class StrColumn(Sequence[str]):
+class StrColumn:
     """A numpy bytes array read as strings."""
 
     def __init__(self, values: np.ndarray) -> None:
@@ -76,21 +66,21 @@ class StrColumn(Sequence[str]):
     def __len__(self) -> int:
         return len(self.values)
 
-    def __getitem__(self, i: Any) -> Any:
-        return self.values[i].decode()
+    def __getitem__(self, i: int) -> str:
+        return str(self.values[i].decode())
 
     def __iter__(self) -> Iterator[str]:
-        return (v.decode() for v in self.values)
+        return (str(v.decode()) for v in self.values)
 
 
 class NextInFile:
-    """row → row + 1 where the next row is the next chunk of the same file (`dict.get`)."""
+    """row → row + 1 where the next row is the next chunk of the same file."""
 
     def __init__(self, flags: np.ndarray) -> None:
         self.flags = flags
 
-    def get(self, row: int, default: Any = None) -> Any:
-        return row + 1 if 0 <= row < len(self.flags) and self.flags[row] else default
+    def get(self, row: int) -> int | None:
+        return row + 1 if 0 <= row < len(self.flags) and self.flags[row] else None
 
 
 class Groups:
@@ -101,15 +91,15 @@ class Groups:
         self._starts = np.searchsorted(codes[self._order], np.arange(int(codes.max(initial=0)) + 2))
         self._keys = keys
 
-    def get(self, key: str, default: Any = ()) -> Any:
+    def get(self, key: str) -> list[int]:
         codes = self._keys.get(key)
         if not codes:
-            return default
+            return []
         parts = [self._order[self._starts[c] : self._starts[c + 1]] for c in codes]
-        return np.sort(np.concatenate(parts)).tolist()
+        return [int(r) for r in np.sort(np.concatenate(parts))]
 
 
-class Csr(Sequence[Sequence[int]]):
+class Csr:
     """Lists of rows, flattened: item i is values[offsets[i]:offsets[i + 1]]."""
 
     def __init__(self, offsets: np.ndarray, values: np.ndarray) -> None:
@@ -118,8 +108,8 @@ class Csr(Sequence[Sequence[int]]):
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def __getitem__(self, i: Any) -> Any:
-        return self.values[self.offsets[i] : self.offsets[i + 1]].tolist()
+    def __getitem__(self, i: int) -> list[int]:
+        return [int(r) for r in self.values[self.offsets[i] : self.offsets[i + 1]]]
 
 
 @dataclass
@@ -130,7 +120,8 @@ class Coded:
     codes: np.ndarray
 
     def mask(self, keep: Callable[[Any], bool]) -> np.ndarray:
-        return np.array([bool(keep(v)) for v in self.values], dtype=bool)[self.codes]
+        chosen: np.ndarray = np.array([bool(keep(v)) for v in self.values], dtype=bool)[self.codes]
+        return chosen
 
     def at(self, row: int) -> Any:
         return self.values[self.codes[row]]
@@ -186,9 +177,8 @@ class Ann:
 
     def calibrate(self) -> None:
         """Probes per table from the rows its index covers now (on every view load)."""
-        lance = self.store.lance
-        for memories, table in ((False, lance.chunks), (True, lance.memories)):
-            rows, _ = lance.vector_index(table)
+        for memories, name in ((False, CHUNKS), (True, MEMORIES)):
+            rows, _ = self.store.vector_index(name)
             factor = self.memory_probe_factor if memories else self.probe_factor
             self.probes[memories] = max(self.nprobes, math.ceil(factor * rows**0.25))
 
@@ -205,36 +195,83 @@ class Ann:
 
     def shown(self, memories: bool, rows: int) -> None:
         """The view shows `rows` rows of the chunk (or memory) table."""
-        table = self.store.lance.memories if memories else self.store.lance.chunks
-        self.widen[memories] = min(_MAX_WIDEN, int(table.count_rows()) / max(1, rows))
+        table = self.store.memories if memories else self.store.chunks
+        self.widen[memories] = min(_MAX_WIDEN, table.count_rows() / max(1, rows))
 
     def _search(self, qv: np.ndarray, k: int, memories: bool) -> list[tuple[str, float]]:
         """The k nearest rows of the table, more when the table holds rows the view does not
         show. No filter: a post-filter costs a quarter of a search, and the caller keeps only
         rows of the view with a positive score (an unembedded row's vector is zero)."""
-        lance = self.store.lance
-        table = lance.memories if memories else lance.chunks
         refine = self.memory_refine if memories else self.refine
         nprobes = self.probes.get(memories, self.nprobes)
         wide = math.ceil(k * self.widen.get(memories, 1.0))
-        return lance.ann_search(table, qv, wide, where=None, nprobes=nprobes, refine=refine)
+        return self.store.ann_search(MEMORIES if memories else CHUNKS, qv, wide, where=None,
+                                     nprobes=nprobes, refine=refine)  # fmt: skip
+
+
+def _ann_k(k: int, allowed: np.ndarray | None) -> int:
+    return k if allowed is None else k * 10  # a narrow filter may leave fewer than k
 
 
 @dataclass
-class LeanSnapshot(Snapshot):
-    ids: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.bytes_))
-    columns: dict[str, Coded] = field(default_factory=dict)  # path, language, kind, scope
+class LeanSnapshot:
+    """The `Snapshot` of a large index: ids, codes and line numbers per row, no text."""
+
+    store: IndexStore
+    ann: Ann
+    ids: np.ndarray
+    row: IdRows
+    embedded: np.ndarray
+    columns: dict[str, Coded]  # path, language, kind, scope, symbol, project, origin, speaker
+    by_symbol: Groups
+    by_path: Groups
+    following: NextInFile
+    row_ids: np.ndarray
+    lines: np.ndarray  # per row: start line, end line, tokens, turn
+    event_times: np.ndarray  # per row: microseconds since the epoch (UTC), or a minimum
+    files: dict[str, FileState]
+    turns: dict[tuple[str, int], int] = field(default_factory=dict)
+    memory_ids: StrColumn = field(default_factory=lambda: StrColumn(np.array([], np.bytes_)))
+    memory_row: IdRows = field(default_factory=lambda: IdRows(np.array([], np.bytes_)))
+    memory_source: Csr = field(
+        default_factory=lambda: Csr(np.zeros(1, np.int64), np.zeros(0, np.int32))
+    )
     memory_scopes: Coded | None = None
-    store: IndexStore | None = None
-    row_ids: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.uint64))
-    # per row: start line, end line, tokens
-    lines: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int32))
+    stale_rows: set[int] = field(default_factory=set)
+    large = True
+
+    def size(self) -> int:
+        return len(self.ids)
 
     def id_at(self, row: int) -> str:
         return str(self.ids[row].decode())
 
-    def size(self) -> int:
-        return len(self.ids)
+    def rows_of(self, ids: Sequence[str], memories: bool = False) -> list[int | None]:
+        index = self.memory_row if memories else self.row
+        if not ids:
+            return []
+        found = index.rows(np.array([i.encode() for i in ids]))
+        return [None if r < 0 else int(r) for r in found]
+
+    def fetch(self, rows: Sequence[int]) -> list[Chunk]:
+        """The chunks evidence shows: their text read from the table, the rest from the view
+        (each column read costs ~1 ms per 60 rows at 348k chunks: all 13 took 16-22 ms,
+        id and text 4-5 ms). Header, content hash, event time, scope and tags are left out."""
+        ids = [self.id_at(r) for r in rows]
+        texts = self.store.chunks.texts_at(self.row_ids[list(rows)].tolist(), ids)
+        if texts is None:  # a compaction moved rows since the view was loaded
+            found = self.store.chunks.get(ids)
+            texts = [found[i][0].text for i in ids]
+        col = self.columns
+        return [
+            Chunk(id=cid, project=col["project"].at(r), origin=col["origin"].at(r),
+                  path=col["path"].at(r), language=col["language"].at(r), kind=col["kind"].at(r),
+                  symbol=col["symbol"].at(r), start_line=int(self.lines[r, 0]),
+                  end_line=int(self.lines[r, 1]), text=text, header="",
+                  tokens=int(self.lines[r, 2]), content_hash="",
+                  speaker=col["speaker"].at(r) or "", turn=int(self.lines[r, 3]))
+            for cid, r, text in zip(ids, rows, texts, strict=True)
+        ]  # fmt: skip
 
     def mask_by(self, column: str, keep: Callable[[Any], bool]) -> np.ndarray:
         return self.columns[column].mask(keep)
@@ -243,52 +280,117 @@ class LeanSnapshot(Snapshot):
         assert self.memory_scopes is not None
         return self.memory_scopes.mask(keep)
 
-    def rows_of(self, ids: Sequence[str], memories: bool = False) -> list[int | None]:
-        index = self.memory_row if memories else self.row
-        if not ids:
-            return []
-        found = index.rows(np.array([i.encode() for i in ids]))  # type: ignore[attr-defined]
-        return [None if r < 0 else int(r) for r in found]
+    def time_mask(self, spans: Sequence[tuple[datetime, datetime]]) -> np.ndarray | None:
+        if not spans or not len(self.ids):
+            return None
+        keep = np.zeros(len(self.ids), dtype=bool)
+        for a, b in spans:
+            keep |= (self.event_times >= _micros(a)) & (self.event_times < _micros(b))
+        return keep
 
-    def fetch(self, rows: Sequence[int]) -> list[Chunk]:
-        """The chunks evidence shows: their text read from the table, the rest from the view
-        (each column read costs ~1 ms per 60 rows at 348k chunks: all 13 took 16-22 ms,
-        id and text 4-5 ms). Header, content hash, event time, scope and tags are left out."""
-        assert self.store is not None
-        ids = [self.id_at(r) for r in rows]
-        texts = self.store.lance.texts_at(self.row_ids[list(rows)].tolist(), ids)
-        if texts is None:  # a compaction moved rows since the view was loaded
-            found = self.store.lance.get_chunks(ids)
-            texts = [found[i][0].text for i in ids]
-        col = self.columns
-        return [
-            Chunk(id=cid, project=col["project"].at(r), origin=col["origin"].at(r),
-                  path=col["path"].at(r), language=col["language"].at(r), kind=col["kind"].at(r),
-                  symbol=col["symbol"].at(r), start_line=int(self.lines[r, 0]),
-                  end_line=int(self.lines[r, 1]), text=text, header="",
-                  tokens=int(self.lines[r, 2]), content_hash="")
-            for cid, r, text in zip(ids, rows, texts, strict=True)
-        ]  # fmt: skip
+    def embedded_at(self, row: int) -> bool:
+        return bool(self.embedded[row])
+
+    def unembedded(self) -> int:
+        return int((~self.embedded).sum())
+
+    def has_vectors(self) -> bool:
+        return True
+
+    def prefetch_dense(
+        self,
+        qv: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None,
+        memory_k: int | None,
+        memory_allowed: np.ndarray | None,
+    ) -> None:
+        requests = [(_ann_k(k, allowed), False)]
+        if memory_k is not None:
+            requests.append((_ann_k(memory_k, memory_allowed), True))
+        self.ann.prefetch(qv, requests)
+
+    def _ann_rows(self, qv: np.ndarray, allowed: np.ndarray | None, k: int, memories: bool
+                  ) -> list[tuple[int, float]]:  # fmt: skip
+        """LanceDB's ANN search, then the mask (asking for more when the mask can drop hits)."""
+        hits = self.ann.search(qv, _ann_k(k, allowed), memories)
+        out = []
+        for (_, score), row in zip(hits, self.rows_of([h for h, _ in hits], memories),
+                                   strict=True):  # fmt: skip
+            if row is not None and score > 0 and (allowed is None or allowed[row]):
+                out.append((row, score))
+        return out[:k]
+
+    def dense(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
+              ) -> list[tuple[int, float]]:  # fmt: skip
+        return self._ann_rows(qv, allowed, k, memories=False)
+
+    def dense_memories(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
+                       ) -> list[tuple[int, float]]:  # fmt: skip
+        return self._ann_rows(qv, allowed, k, memories=True)
+
+    def memory_id_at(self, mrow: int) -> str:
+        return self.memory_ids[mrow]
+
+    def memory_sources(self, mrow: int) -> Sequence[int]:
+        return self.memory_source[mrow]
+
+    def rows_named(self, key: str) -> Sequence[int]:
+        return self.by_symbol.get(key)
+
+    def rows_at_path(self, key: str) -> Sequence[int]:
+        return self.by_path.get(key)
+
+    def next_in_file(self, row: int) -> int | None:
+        return self.following.get(row)
+
+    def next_turns(self, row: int, reach: int) -> list[int]:
+        turn = int(self.lines[row, 3])
+        if turn < 0:
+            return []
+        key = turn_key(self.columns["path"].at(row))
+        found = (self.turns.get((key, turn + d)) for d in range(1, reach + 1))
+        return [r for r in found if r is not None]
+
+    def is_stale(self, row: int) -> bool:
+        return row in self.stale_rows
+
+    def file_state(self, path: str) -> FileState | None:
+        return self.files.get(path)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NO_TIME = np.iinfo(np.int64).min
+
+
+def _micros(when: datetime) -> int:
+    return (when - _EPOCH) // timedelta(microseconds=1)
 
 
 def _names(paths: Coded, symbols: Coded) -> tuple[Groups, Groups]:
     """The exact arm's maps: symbol (and its last part) → rows; path, name, stem → rows."""
     sym_keys: dict[str, list[int]] = defaultdict(list)
     for code, value in enumerate(symbols.values):
-        for sym in value.split(", ") if value else ():
-            for key in {sym.lower(), sym.rsplit(".", 1)[-1].lower()}:
-                sym_keys[key].append(code)
-    path_keys: dict[str, list[int]] = defaultdict(list)
+        for key in name_keys(value):
+            sym_keys[key].append(code)
+    by_path: dict[str, list[int]] = defaultdict(list)
     for code, path in enumerate(paths.values):
-        name = path.rsplit("/", 1)[-1].lower()
-        for key in {path.lower(), name, name.rsplit(".", 1)[0]}:
-            path_keys[key].append(code)
-    return Groups(symbols.codes, dict(sym_keys)), Groups(paths.codes, dict(path_keys))
+        for key in path_keys(path):
+            by_path[key].append(code)
+    return Groups(symbols.codes, dict(sym_keys)), Groups(paths.codes, dict(by_path))
+
+
+def _turn_rows(paths: Coded, origins: Coded, turns: np.ndarray) -> dict[tuple[str, int], int]:
+    out: dict[tuple[str, int], int] = {}
+    turn_code = origins.values.index("turn") if "turn" in origins.values else -1
+    for row in np.flatnonzero((origins.codes == turn_code) & (turns >= 0)):
+        out.setdefault((turn_key(paths.at(int(row))), int(turns[row])), int(row))
+    return out
 
 
 def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
     ann.calibrate()
-    table = store.lance.current_columns(_COLUMNS)
+    table = store.chunks.current_columns(_COLUMNS)
     table = table.take(pc.sort_indices(table, [("path", "ascending"),
                                                ("start_line", "ascending")]))  # fmt: skip
     ids = _bytes(table.column("id"))
@@ -297,20 +399,22 @@ def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
     origin = np.array([v == "file" for v in origins.values], dtype=bool)[origins.codes]
     same = paths.codes[:-1] == paths.codes[1:]
     by_symbol, by_path = _names(paths, symbols)
+    turns = pc.fill_null(table.column("turn"), -1).to_numpy().astype(np.int32)
+    times = pc.fill_null(table.column("event_time").cast(pa.int64()), _NO_TIME).to_numpy()
     snap = LeanSnapshot(
-        chunks=[], embedded=table.column("embedded").to_numpy(zero_copy_only=False).astype(bool),
-        vectors=None, row=IdRows(ids), by_symbol=by_symbol, by_path=by_path,  # type: ignore[arg-type]
-        next_in_file=NextInFile(np.append(same & origin[:-1] & origin[1:], False)),  # type: ignore[arg-type]
-        files={p: (r.size, r.mtime_ns, r.content_hash)
-               for p, r in store.lance.manifest().items()},
-        ids=ids, store=store, ann=ann,
-        row_ids=table.column("_rowid").to_numpy().astype(np.uint64),
-        lines=np.stack([table.column(c).to_numpy().astype(np.int32)
-                        for c in ("start_line", "end_line", "tokens")], axis=1),
+        store=store, ann=ann, ids=ids, row=IdRows(ids),
+        embedded=table.column("embedded").to_numpy(zero_copy_only=False).astype(bool),
         columns={"path": paths, "language": _coded(table.column("language")),
                  "kind": _coded(table.column("kind")), "scope": _scoped(table.column("scope")),
                  "symbol": symbols, "project": _coded(table.column("project")),
-                 "origin": origins},
+                 "origin": origins, "speaker": _coded(table.column("speaker"))},
+        by_symbol=by_symbol, by_path=by_path,
+        following=NextInFile(np.append(same & origin[:-1] & origin[1:], False)),
+        row_ids=table.column("_rowid").to_numpy().astype(np.uint64),
+        lines=np.stack([table.column(c).to_numpy().astype(np.int32)
+                        for c in ("start_line", "end_line", "tokens")] + [turns], axis=1),
+        event_times=times.astype(np.int64), files=file_states(store),
+        turns=_turn_rows(paths, origins, turns),
     )  # fmt: skip
     del table
     ann.shown(False, len(ids))
@@ -326,14 +430,14 @@ def _load_memories(store: IndexStore, snap: LeanSnapshot) -> None:
     mids = _bytes(mt.column("id"))
     sources = mt.column("source_ids").combine_chunks()
     flat = np.array(sources.flatten().to_pylist(), dtype=np.bytes_)
-    rows = snap.row.rows(flat) if isinstance(snap.row, IdRows) else np.array([], np.int64)
+    rows = snap.row.rows(flat)
     offsets = sources.offsets.to_numpy().astype(np.int64)
     owner = np.repeat(np.arange(len(mids)), np.diff(offsets))
     keep = rows >= 0
     kept_offsets = np.searchsorted(owner[keep], np.arange(len(mids) + 1))
-    snap.memory_ids = StrColumn(mids)  # type: ignore[assignment]
-    snap.memory_row = IdRows(mids)  # type: ignore[assignment]
-    snap.memory_source = Csr(kept_offsets, rows[keep].astype(np.int32))  # type: ignore[assignment]
+    snap.memory_ids = StrColumn(mids)
+    snap.memory_row = IdRows(mids)
+    snap.memory_source = Csr(kept_offsets, rows[keep].astype(np.int32))
     snap.memory_scopes = _scoped(mt.column("scope"))
     stale = mt.column("status").to_numpy(zero_copy_only=False) == "stale"
     firsts = offsets[:-1]

@@ -1,9 +1,10 @@
-"""Who said it: recall over conversation turns when the question names a speaker.
+"""Who said it: the recall stage for conversation turns, run only when turns are found.
 
-A remembered turn is stored as "<speaker>: <text>". In a two-person chat each name
-prefixes half the turns, so as a search term it matches everything and favours the
-shortest turns ("Jon: Thanks!"); yet who said a thing is what a question about a
-person turns on. When a query names speakers of the turns it found:
+A remembered turn is stored as "<speaker>: <text>", with its speaker and its number in the
+conversation as columns. In a two-person chat each name prefixes half the turns, so as a
+search term it matches everything and favours the shortest turns ("Jon: Thanks!"); yet who
+said a thing is what a question about a person turns on. When a query names speakers of the
+turns it found:
 
 - it is searched again without the speakers' names (`without_names`);
 - its subject's turns are preferred (`prefer`): the one speaker it names, or the
@@ -13,7 +14,7 @@ person turns on. When a query names speakers of the turns it found:
   "What did Caroline realise after her charity race?" when it was Melanie who ran.
 
 And each of the best turns found is followed by its speaker's next turn in the
-same conversation (`next_turn_paths`): an account often goes on after the other
+same conversation (`continue_turns`): an account often goes on after the other
 person's reply ("I read that book." / "What did you think?" / "It taught me...").
 
 Only the statements of a turn count when holding back: "How was the race?" asks,
@@ -24,31 +25,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from memserver.core.text import words
+from memserver.core.types import Evidence
+from memserver.text.terms import query_terms, words
 
 TURN = "turn"  # the kind of a conversation turn chunk
 COMPARED = 20  # the best turns `stated_by_another` compares
 _PREFIX = re.compile(r"^([^\n:]{1,40}):\s")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_NUMBERED = re.compile(r"(.*?)(\d+)")
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 
 
-def speaker_of(evidence: Any) -> str:
+def speaker_of(evidence: Evidence) -> str:
     """Who said a turn ("" for anything else)."""
-    if evidence.kind != TURN:
-        return ""
-    m = _PREFIX.match(evidence.text)
-    return m.group(1).strip() if m else ""
+    return evidence.speaker if evidence.kind == TURN else ""
 
 
 def _named_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(name)}(?:'s|’s)?(?!\w)")
 
 
-def named_speakers(query: str, evidence: Sequence[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def named_speakers(query: str, evidence: Sequence[Evidence]
+                   ) -> tuple[tuple[str, ...], tuple[str, ...]]:  # fmt: skip
     """(the speakers the query names, in its order; every speaker of the turns in
     `evidence`); nothing named unless the turns have two speakers or more."""
     speakers = tuple(dict.fromkeys(s for s in map(speaker_of, evidence) if s))
@@ -76,19 +76,9 @@ def without_names(query: str, names: Sequence[str]) -> str:
     return re.sub(r"\s+", " ", query).strip()
 
 
-def prefer(evidence: Sequence[Any], speaker: str, boost: float) -> list[Any]:
+def prefer(evidence: Sequence[Evidence], speaker: str, boost: float) -> list[Evidence]:
     """`evidence` by score, with `speaker`'s turns' scores raised by `boost` × score."""
     return sorted(evidence, key=lambda e: -e.score * (1 + boost * (speaker_of(e) == speaker)))
-
-
-def next_turn_paths(evidence: Any, reach: int) -> list[str]:
-    """Paths of the turns that follow a turn, nearest first, up to `reach` on: a turn's id
-    ends in its number in the conversation ("T7", "D3:12")."""
-    head, _, turn = evidence.path.rpartition("/")
-    m = _NUMBERED.fullmatch(turn)
-    if evidence.kind != TURN or not m:
-        return []
-    return [f"{head}/{m.group(1)}{int(m.group(2)) + d}" for d in range(1, reach + 1)]
 
 
 def _statements(text: str) -> set[str]:
@@ -105,7 +95,8 @@ def _covered(content_words: Sequence[str], have: set[str]) -> float:
     return sum(1 for w in content_words if w in have or w[:5] in stems) / len(content_words)
 
 
-def stated_by_another(content_words: Sequence[str], evidence: Sequence[Any], speaker: str) -> bool:
+def stated_by_another(content_words: Sequence[str], evidence: Sequence[Evidence],
+                      speaker: str) -> bool:  # fmt: skip
     """Whether another speaker's turns state more of `content_words` than `speaker`'s do:
     the mean coverage of each side's two best turns (an account usually spans a turn or
     two), statements only."""
@@ -120,5 +111,55 @@ def stated_by_another(content_words: Sequence[str], evidence: Sequence[Any], spe
     return other > own
 
 
-__all__ = ["named_speakers", "next_turn_paths", "prefer", "speaker_of", "stated_by_another",
-           "subject", "without_names"]  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """The stage's settings: `speaker_boost` and `turn_continuations` of [recall], and the
+    gate threshold a hold-back pushes confidence below."""
+
+    speaker_boost: float
+    turn_continuations: int
+    gate_threshold: float
+
+    def names(self, query: str, evidence: Sequence[Evidence]) -> tuple[tuple[str, ...], str]:
+        """(the speakers a query names, the query without them: "" when it names none)."""
+        named, speakers = named_speakers(query, evidence)
+        stripped = without_names(query, speakers) if named else ""
+        return named, stripped if stripped and stripped != query and query_terms(stripped) else ""
+
+    def hold_back(self, named: Sequence[str], stripped: str, confidence: float,
+                  lexical: Sequence[Evidence]) -> float:  # fmt: skip
+        """With one speaker named, confidence falls below the gate when what the question
+        asks is stated only by someone else (over the keyword arm's best turns)."""
+        if len(named) == 1 and stated_by_another(query_terms(stripped), lexical, named[0]):
+            return min(confidence, self.gate_threshold / 2)
+        return confidence
+
+    def prefer_subject(self, query: str, named: Sequence[str], evidence: list[Evidence]
+                       ) -> list[Evidence]:  # fmt: skip
+        who = subject(query, named)
+        return prefer(evidence, who, self.speaker_boost) if who else evidence
+
+
+def continue_turns(evidence: list[Evidence], best: int, next_of: Any) -> list[Evidence]:
+    """After each of the `best` first turns, its speaker's next turn: `next_of(e)` gives the
+    turns that follow `e` in its conversation, nearest first, as evidence."""
+    out = list(evidence)
+    for e in evidence[:best]:
+        who = speaker_of(e)
+        if not who:
+            continue
+        for n in next_of(e):
+            if speaker_of(n) == who:
+                ids = [x.id for x in out]
+                at = ids.index(e.id)
+                if n.id not in ids[: at + 1]:  # moved up when it is further down
+                    out = [x for x in out if x.id != n.id]
+                    out.insert(at + 1, n)
+                break
+    return out
+
+
+__all__ = [
+    "Conversation", "continue_turns", "named_speakers", "prefer", "speaker_of",
+    "stated_by_another", "subject", "without_names",
+]  # fmt: skip

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memserver.retrieve.arms import Filters
-from memserver.retrieve.lean import LeanSnapshot
+from memserver.core.requests import Filters
+from memserver.store.leanview import LeanSnapshot
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "polyglot"
 TOPICS = [
@@ -74,10 +74,10 @@ def engines(repo: Path):
 def test_index_run_builds_the_vector_index(engines) -> None:
     _, large = engines
     store = large.open_store()
-    assert store.lance.count_current() >= 50
-    assert store.lance.vector_index_rows() >= 50
-    assert isinstance(large.recaller().view.get(), LeanSnapshot)
-    assert not isinstance(engines[0].recaller().view.get(), LeanSnapshot)
+    assert store.chunks.count_current() >= 50
+    assert store.vector_index("chunks")[0] >= 50
+    assert isinstance(large.recaller().snapshots(), LeanSnapshot)
+    assert not isinstance(engines[0].recaller().snapshots(), LeanSnapshot)
 
 
 def _overlap(got, want, n: int) -> float:
@@ -114,8 +114,8 @@ def test_lean_dense_arm_agrees_with_exact_search(engines) -> None:
     small, large = (e.recaller(rerank=False) for e in engines)
     for query in QUERIES:
         qv = np.asarray(small.embedder.embed_documents([query])[0], dtype=np.float32)
-        exact = arms.dense_chunks(small.view.get(), qv, None, 10)
-        ann = arms.dense_chunks(large.view.get(), qv, None, 10)
+        exact = arms.dense_chunks(small.snapshots(), qv, None, 10)
+        ann = arms.dense_chunks(large.snapshots(), qv, None, 10)
         assert [s for _, s in ann] == pytest.approx([s for _, s in exact], abs=1e-5)
         tenth = exact[-1][1]  # everything above the last score is the same set; ties at it vary
         above = {c for c, s in exact if s > tenth + 1e-5}
@@ -151,22 +151,22 @@ def test_vector_index_of_another_kind_is_rebuilt(repo: Path, tmp_path: Path) -> 
     from lancedb.index import IvfHnswSq
 
     from memserver.engine import Engine
-    from memserver.store.lance import vector_index_kind
+    from memserver.store.lancedb import vector_index_kind
 
     engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
                     overrides={"recall": {"ann_min_rows": 50, "ann_nprobes": 1,
                                           "ann_probe_factor": 2.0}})  # fmt: skip
     engine.index()
-    lance = engine.open_store().lance
-    rows, kind = lance.vector_index()
+    store = engine.open_store()
+    rows, kind = store.vector_index("chunks")
     assert kind == vector_index_kind(rows)
-    assert lance.ensure_vector_index(50) == []  # up to date: nothing to do
+    assert store.ensure_vector_index(50) == []  # up to date: nothing to do
     older = IvfHnswSq(distance_type="dot", num_partitions=2)
-    lance.chunks.create_index("vector", replace=True, config=older)
-    assert lance.vector_index()[1] == "IVF_HNSW_SQ"
-    assert "chunks" in lance.ensure_vector_index(50)
-    assert lance.vector_index() == (rows, vector_index_kind(rows))
-    snap = engine.recaller(rerank=False).view.get()
+    store.table("chunks").create_index("vector", replace=True, config=older)
+    assert store.vector_index("chunks")[1] == "IVF_HNSW_SQ"
+    assert "chunks" in store.ensure_vector_index(50)
+    assert store.vector_index("chunks") == (rows, vector_index_kind(rows))
+    snap = engine.recaller(rerank=False).snapshots()
     assert snap.ann is not None
     assert snap.ann.probes[False] == math.ceil(2.0 * rows**0.25)
 
@@ -177,7 +177,7 @@ def test_a_vector_index_rewritten_by_compaction_is_trained_again(
     """Compaction after a change writes the vector index anew (searches on it were 1.3-1.6x
     slower); the run trains the rewritten index again, and leaves an untouched one be."""
     from memserver.engine import Engine
-    from memserver.store.lance import LanceStore
+    from memserver.store.index import IndexStore
 
     tree = tmp_path / "tree"
     shutil.copytree(repo, tree)
@@ -185,17 +185,17 @@ def test_a_vector_index_rewritten_by_compaction_is_trained_again(
                     overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
     engine.index()
     compacted: list[dict[str, str]] = []
-    housekeep = LanceStore.housekeep
+    housekeep = IndexStore.housekeep
 
-    def spy(self: LanceStore, *args: object, **kwargs: object) -> None:
+    def spy(self: IndexStore, *args: object, **kwargs: object) -> None:
         housekeep(self, *args, **kwargs)  # type: ignore[arg-type]
         compacted.append(self.vector_index_ids())
 
-    monkeypatch.setattr(LanceStore, "housekeep", spy)
-    before = engine.open_store().lance.vector_index_ids()
+    monkeypatch.setattr(IndexStore, "housekeep", spy)
+    before = engine.open_store().vector_index_ids()
     (tree / "pkg0" / "extra.py").write_text("def extra_helper(x):\n    return x + 1\n")
     engine.index()
-    after = engine.open_store().lance.vector_index_ids()
+    after = engine.open_store().vector_index_ids()
     assert len(compacted) == 1 and set(after) == set(before) == {"chunks", "memories"}
     for name in after:
         if compacted[0][name] != before[name]:  # rewritten by the compaction: trained again
@@ -203,8 +203,8 @@ def test_a_vector_index_rewritten_by_compaction_is_trained_again(
         else:
             assert after[name] == before[name]
     assert any(compacted[0][n] != before[n] for n in before)  # the case this is about
-    lance = engine.open_store().lance
-    assert lance.vector_index()[0] == lance.chunks.count_rows()
+    store = engine.open_store()
+    assert store.vector_index("chunks")[0] == store.chunks.count_rows()
 
 
 def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
@@ -215,13 +215,13 @@ def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
     engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
                     overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
     engine.index()
-    snap = engine.recaller(rerank=False).view.get()
+    snap = engine.recaller(rerank=False).snapshots()
     rows = list(range(0, snap.size(), 7))
     fetched = snap.fetch(rows)
     before = [(c.id, c.text) for c in fetched]
     assert [i for i, _ in before] == [snap.id_at(r) for r in rows]
-    lance = engine.open_store().lance
-    stored = lance.get_chunks([i for i, _ in before])
+    store = engine.open_store()
+    stored = store.chunks.get([i for i, _ in before])
     shown = (
         "id",
         "project",
@@ -238,8 +238,9 @@ def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
     for c in fetched:
         full = stored[c.id][0]
         assert [getattr(c, f) for f in shown] == [getattr(full, f) for f in shown]
-    assert lance.texts_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is not None
-    lance.chunks.update(where="start_line >= 1", values={"embedded": True})  # rewrites rows
-    lance.chunks.optimize()
-    assert lance.texts_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is None
+    assert store.chunks.texts_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is not None
+    table = store.table("chunks")
+    table.update(where="start_line >= 1", values={"embedded": True})  # rewrites rows
+    table.optimize()
+    assert store.chunks.texts_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is None
     assert [(c.id, c.text) for c in snap.fetch(rows)] == before

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memserver.core.errors import StoreError
+from memserver.core.requests import LIMITS
 from memserver.core.types import IndexReport, SourceFile
 from memserver.ingest.pipeline import Indexer
 from tests.conftest import write_tree
@@ -79,7 +80,9 @@ def test_every_language_of_the_fixture_repo_is_indexed_and_found(
     recaller = make_engine(root).recaller()
     languages = {
         e.language
-        for e in recaller.recall("class", k=200, budget_tokens=10**6, max_files=100).evidence
+        for e in recaller.recall(
+            "class", k=200, budget_tokens=LIMITS.budget_max, max_files=100
+        ).evidence
     }
     assert {
         "python",

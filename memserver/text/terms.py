@@ -1,7 +1,8 @@
-"""Identifier-aware word splitting shared by the BM25 analyser and query planning.
+"""Identifier-aware words: what the BM25 analyser indexes and what a query searches for.
 
 `parseHTTPResponse` → parse http response; `snake_case_name` → snake case name;
-`Client.send` → client send. Standard library only.
+`Client.send` → client send. Stop words and a query's content words live here too, so the
+keyword index, query planning, the gate and turn scoring agree on them. Standard library only.
 """
 
 from __future__ import annotations
@@ -40,6 +41,31 @@ def analysed(text: str) -> str:
             out.append(whole.replace("_", ""))
         out.extend(parts)
     return " ".join(out)
+
+
+STOP_WORDS = frozenset(
+    "a an and are as at be by for from has have how i in is it its of on or that the this to "
+    "was were what when where which who why will with does do we our you your can".split()
+)
+# a query also drops the rest of the function words a question is framed in (pronouns,
+# auxiliaries, modals): "What would Caroline's political leaning likely be?" asks about
+# "political leaning"; on the DEV LoCoMo set R@10 0.793 -> 0.798, false abstention
+# 0.091 -> 0.075. Indexed text and salience keep the shorter list.
+QUERY_STOP_WORDS = STOP_WORDS | frozenset(
+    "he she her his him they them their me my did been being had would could should might "
+    "likely probably perhaps maybe".split()
+)
+
+
+def query_terms(text: str) -> list[str]:
+    """Content words of a query, identifiers split, stop words dropped, order kept."""
+    seen: dict[str, None] = {}
+    for word in analysed(text).split():
+        if word not in QUERY_STOP_WORDS and len(word) > 1:
+            seen.setdefault(word, None)
+    if not seen:  # a query of only stop words still searches for them
+        seen = dict.fromkeys(w for w in words(text) if len(w) > 1)
+    return list(seen)
 
 
 def splice(text: str, edits: Iterable[tuple[int, int, str]]) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from memserver.core.text import splice
+from memserver.text.terms import splice
 
 __all__ = ["Redaction", "Scrubber"]
 

@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 
 from indexers.watcher import Batch
+from memserver.core.requests import Note
 from memserver.ingest.live import LiveIndex
 from memserver.memory.consolidate import Consolidator
-from memserver.memory.service import Note
-from memserver.retrieve.lean import LeanSnapshot
-from memserver.retrieve.view import Snapshot, load_snapshot
+from memserver.store.leanview import LeanSnapshot
+from memserver.store.readview import MemorySnapshot as Snapshot
+from memserver.store.readview import load_snapshot
 
 QUERIES = ["retry with backoff", "load_settings timeout", "registerRoutes", "deploy script"]
 
@@ -25,7 +26,8 @@ def _same(got: Snapshot, want: Snapshot) -> None:
     if want.vectors is not None:
         assert np.array_equal(got.vectors, want.vectors)
     assert got.by_symbol == want.by_symbol and got.by_path == want.by_path
-    assert got.next_in_file == want.next_in_file and got.files == want.files
+    assert got.following == want.following and got.files == want.files
+    assert got.turns == want.turns
     assert got.memory_ids == want.memory_ids and got.memory_row == want.memory_row
     assert got.memory_source == want.memory_source
     assert got.memory_source_ids == want.memory_source_ids
@@ -38,7 +40,7 @@ def _same(got: Snapshot, want: Snapshot) -> None:
 
 def _check(engine, recaller) -> Snapshot:
     """The long-lived recaller's view equals a fresh load, and recalls the same."""
-    snap = recaller.view.get()
+    snap = recaller.snapshots()
     _same(snap, load_snapshot(engine.open_store(), with_memories=True))
     fresh = engine.recaller(rerank=False)
     for query in QUERIES:
@@ -61,8 +63,8 @@ def test_refresh_reads_only_what_changed_and_equals_a_fresh_load(
     engine.index()
     live = LiveIndex(engine)
     recaller = engine.recaller(rerank=False)
-    first = recaller.view.get()
-    assert recaller.view.get() is first  # nothing changed: nothing read
+    first = recaller.snapshots()
+    assert recaller.snapshots() is first  # nothing changed: nothing read
 
     # an edit: one function changes, one is added above another (which moves down)
     cfg = sample_repo / "src/config.py"
@@ -108,10 +110,10 @@ def test_growing_past_ann_min_rows_switches_to_the_lean_view(
 ) -> None:
     engine = make_engine(sample_repo)
     engine.index()
-    count = engine.open_store().lance.count_current()
+    count = engine.open_store().chunks.count_current()
     big = make_engine(sample_repo, overrides={"recall": {"ann_min_rows": count + 1}})
     recaller = big.recaller(rerank=False)
-    assert not isinstance(recaller.view.get(), LeanSnapshot)
+    assert not isinstance(recaller.snapshots(), LeanSnapshot)
     (sample_repo / "src/extra.py").write_text("def brand_new(v):\n    return v * 2\n")
     engine.index()
-    assert isinstance(recaller.view.get(), LeanSnapshot)
+    assert isinstance(recaller.snapshots(), LeanSnapshot)

@@ -5,7 +5,7 @@ import pytest
 from memserver.config import Settings, load_settings, settings_from_toml
 from memserver.core.errors import ConfigError
 
-DEFAULT_TOML = Path(__file__).parents[2] / "configs" / "default.toml"
+DEFAULT_TOML = Path(__file__).parents[1] / "configs" / "default.toml"
 
 
 def test_default_toml_states_exactly_the_code_defaults() -> None:

@@ -464,6 +464,8 @@ def test_llm_expansions_become_routes_and_failures_fall_back_to_the_table(
 
     make_engine(sample_repo).index()
     recaller = make_engine(sample_repo).recaller()
-    recaller.expander = LlmExpander(llm_over(Api(ok(json.dumps({"expansions": ["retry policy"]})))))
+    recaller.expander = LlmExpander(
+        llm_over(Api(ok(json.dumps({"expansions": ["retry policy"]}))))
+    ).expand
     result = recaller.recall("resend on failure")
     assert any("expansion:llm1" in "".join(e.routes) for e in result.evidence)

@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from memserver.core.requests import Filters, Note
 from memserver.core.types import RecallResult
 from memserver.engine import Engine
-from memserver.memory.service import Note
-from memserver.memory.timeexpr import dates_named
-from memserver.retrieve.arms import Filters
-from memserver.retrieve.speakers import (
+from memserver.retrieve.conversation import (
     _statements,
     named_speakers,
-    next_turn_paths,
     stated_by_another,
     subject,
     without_names,
 )  # fmt: skip
+from memserver.text.timeexpr import dates_named
 from tests.conftest import requires_model
 
 
 def turn(text: str, path: str = "conversations/s1/T1") -> SimpleNamespace:
-    return SimpleNamespace(kind="turn", text=text, path=path, score=1.0)
+    speaker = text.split(":", 1)[0] if ":" in text else ""
+    return SimpleNamespace(kind="turn", text=text, path=path, score=1.0, speaker=speaker)
 
 
 def test_the_named_speakers_the_subject_and_the_query_without_names() -> None:
@@ -59,11 +59,27 @@ def test_stated_by_another_compares_each_speakers_best_turns() -> None:
     assert not stated_by_another([], turns, "Ben")
 
 
-def test_next_turn_paths_follow_the_turn_number() -> None:
-    assert next_turn_paths(turn("Ana: hi", "conversations/s1/D7:11"), 2) == [
-        "conversations/s1/D7:12", "conversations/s1/D7:13",
-    ]  # fmt: skip
-    assert next_turn_paths(turn("Ana: hi", "conversations/s1/intro"), 2) == []
+def test_next_turns_follow_the_turn_number_within_a_conversation(
+    tmp_path: Path, make_engine
+) -> None:
+    """A turn's speaker and number are columns; the turns that follow one are those of the
+    same conversation and id prefix with the next numbers (a gap is skipped)."""
+    root = tmp_path / "chat"
+    root.mkdir()
+    (root / "readme.md").write_text("# chat\n")
+    engine = make_engine(root)
+    engine.index()
+    ids = ["D7:11", "D7:12", "D7:14", "D8:12", "intro"]
+    notes = [Note(f"Ana: turn {i} about topic {n}", scope=(("session", "s1"),), turn_id=i,
+                  speaker="Ana") for n, i in enumerate(ids)]  # fmt: skip
+    engine.memory_service().remember_many(notes)
+    snap = engine.recaller(rerank=False).snapshots()
+    rows = {snap.fetch([r])[0].symbol: r for r in range(snap.size())}
+    assert snap.fetch([rows["D7:11"]])[0].speaker == "Ana"
+    assert snap.fetch([rows["D7:11"]])[0].turn == 11
+    nxt = snap.next_turns(rows["D7:11"], 3)
+    assert [snap.fetch([r])[0].symbol for r in nxt] == ["D7:12", "D7:14"]
+    assert snap.next_turns(rows["intro"], 3) == []
 
 
 def test_dates_named_reads_days_and_months_not_bare_words() -> None:
