@@ -25,10 +25,12 @@ from typing import Any, cast
 from pathspec import GitIgnoreSpec
 from pathspec.pattern import Pattern
 
+from indexers.read import Refused, read_regular_file
 from memserver.core.errors import BadRequest, ConfigError
 
 IGNORE_FILES = (".gitignore", ".ignore", ".memserverignore")  # lowest precedence first
-PROSE = frozenset({"markdown", "text"})  # soft-wrapped paragraphs make long lines normal here
+PROSE = frozenset({"markdown", "text"})
+_IGNORE_FILE_CAP = 1 << 20  # soft-wrapped paragraphs make long lines normal here
 
 # --------------------------------------------------------------------------- ignore files
 
@@ -95,11 +97,10 @@ def load_layer(directory: str, base: str, names: Set[str]) -> IgnoreLayer | None
     patterns: list[Pattern] = []
     reasons: list[tuple[int, str]] = []
     for path, reason in sources:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                lines = handle.read().splitlines()
-        except OSError:
+        data = read_regular_file(path, _IGNORE_FILE_CAP)  # not a FIFO, a link or a device
+        if isinstance(data, Refused):
             continue  # missing or unreadable ignore file: nothing to apply
+        lines = data.decode("utf-8", errors="replace").splitlines()
         patterns += _parse(lines, strict=False)
         reasons.append((len(patterns), reason))
     return _layer(base, patterns, reasons)

@@ -380,28 +380,37 @@ def remember(
 @click.option("--id", "ids", multiple=True, help="Memory, note or code-block id; repeatable.")
 @click.option(
     "--path", "paths", multiple=True,
-    help="Indexed file path or gitignore-style glob; it is also left out of later indexing.",
+    help="An indexed file or folder path, or a glob (`*`, `?`, `**`), relative to the root; it "
+    "is also left out of later indexing. Repeatable.",
 )  # fmt: skip
 @click.option("--reason", default="", help="Why (kept in the audit log).")
-@click.option("--erase", is_flag=True, help="Also blank the stored text (nothing kept).")
+@click.option(
+    "--erase",
+    is_flag=True,
+    help="Also erase the text from every table, old version and keyword segment.",
+)
+@click.option(
+    "--scope", "scopes", multiple=True, metavar="KEY=VALUE",
+    help="Whose notes: only notes this scope may see can be forgotten; repeatable.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def forget(
     root_opt: str | None, index_dir: str | None, ids: tuple[str, ...], paths: tuple[str, ...],
-    reason: str, erase: bool, as_json: bool,
+    reason: str, erase: bool, scopes: tuple[str, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Make memories, notes or files unrecallable; memories citing them turn stale."""
     if not ids and not paths:
         raise click.UsageError("give --id ID or --path PATH")
-    result = (
-        _engine(root_opt, index_dir).memory_service().forget(ids, paths, reason=reason, erase=erase)
-    )
+    service = _engine(root_opt, index_dir).memory_service()
+    result = service.forget(ids, paths, reason=reason, erase=erase, scope=_scope(scopes))
     if as_json:
         _emit_json(result.to_dict())
         return
     click.echo(f"forgot {len(result.forgotten)} items"
                + (f" ({len(result.paths)} files)" if result.paths else "")
-               + f"; {len(result.stale_marked)} memories marked stale")  # fmt: skip
+               + f"; {len(result.stale_marked)} memories marked stale"
+               + ("; erased" if erase else ""))  # fmt: skip
 
 
 @main.command()

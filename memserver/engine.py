@@ -19,7 +19,7 @@ from memserver.config import Settings, load_settings
 from memserver.core.errors import PathError, StoreError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Distiller, Embedder, Progress, Reranker
-from memserver.core.types import GitState, IndexReport, PathSet, Status, WalkResult
+from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
 from memserver.embed import embedder_identity, make_embedder
 from memserver.store import statecache
 from memserver.store.meta import read_meta
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from memserver.store.doctor import DoctorReport
     from memserver.store.index import IndexStore
     from memserver.tokens import TiktokenCounter
+
+
+FORGOTTEN = "forgotten (memserver forget)"
 
 
 def resolve_root(root: str | Path | None) -> Path:
@@ -110,16 +113,23 @@ class Engine:
         return embedder_identity(self.settings.embedding)
 
     def walk(self, only: PathSet | None = None) -> WalkResult:
-        """The files to index; with `only`, just those paths (and what is under them)."""
+        """The files to index; with `only`, just those paths (and what is under them). Files
+        `forget` removed are left out and listed as skipped ("forgotten")."""
         from indexers.walk import walk
-        from memserver.memory.forgotten import forgotten_patterns
+        from memserver.core.requests import forget_matcher
+        from memserver.store.forgotten import load_rules
 
         inside = [str(self.index_dir)] if self.index_dir.is_relative_to(self.root) else []
-        options = self.settings.index.walk_options()
-        forgotten = forgotten_patterns(self.index_dir)
-        if forgotten:
-            options = dataclasses.replace(options, exclude=(*options.exclude, *forgotten))
-        return walk(self.root, options, ignore_dirs=inside, only=only)
+        walked = walk(self.root, self.settings.index.walk_options(), ignore_dirs=inside,
+                      only=only)  # fmt: skip
+        rules = load_rules(self.index_dir)
+        if not rules:
+            return walked
+        gone = forget_matcher(rules)
+        kept = tuple(f for f in walked.files if not gone(f.path))
+        skipped = [*walked.skipped, *(Skip(f.path, FORGOTTEN) for f in walked.files
+                                      if gone(f.path))]  # fmt: skip
+        return WalkResult(kept, tuple(sorted(skipped, key=lambda s: s.path)))
 
     def chunker(self) -> FileChunker:
         from indexers.chunking import FileChunker
@@ -256,6 +266,7 @@ class Engine:
             progress=progress, git=git, chunker_id=self.chunker_id(),
             distiller=self.distiller(),
             keep_versions=timedelta(minutes=self.settings.watch.keep_versions_minutes),
+            root=self.root, max_file_bytes=self.settings.index.max_file_bytes,
         )  # fmt: skip
 
     def recaller(self, *, rerank: bool = True, store: IndexStore | None = None) -> Recaller:
@@ -370,6 +381,7 @@ class Engine:
         return doctor.run(repair=repair)
 
     def status(self, store: IndexStore | None = None) -> Status:
+        from indexers.read import Refused, read_bytes
         from memserver.ingest.git import head
 
         store = store or self.open_store()
@@ -381,10 +393,8 @@ class Engine:
             rec = manifest.get(path)
             if rec is None or (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
                 continue
-            try:
-                if content_hash(Path(f.abs_path).read_bytes()) != rec.content_hash:
-                    stale.append(path)
-            except OSError:
+            found = read_bytes(str(self.root), f.abs_path, self.settings.index.max_file_bytes)
+            if isinstance(found, Refused) or content_hash(found) != rec.content_hash:
                 stale.append(path)
         commit, branch = head(self.root)
         meta = store.meta

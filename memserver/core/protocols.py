@@ -143,6 +143,10 @@ class Snapshot(Protocol):
         """Memory rows whose scope passes `keep`."""
         ...
 
+    def scoped(self, memories: bool) -> bool:
+        """Whether any chunk (or memory) row is stored with a scope."""
+        ...
+
     def time_mask(self, spans: Sequence[tuple[datetime, datetime]]) -> np.ndarray | None:
         """Rows of notes and turns whose event time falls in one of the [start, end) spans;
         None when none does."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memserver.core.errors import BadRequest
+from memserver.core.types import ForgetRule
 
 __all__ = [
     "LIMITS",
@@ -23,7 +24,9 @@ __all__ = [
     "Note",
     "RecallRequest",
     "Scope",
+    "caller_scope",
     "check_budget",
+    "check_forget_path",
     "check_id",
     "check_ids",
     "check_list",
@@ -33,8 +36,11 @@ __all__ = [
     "check_scope",
     "check_size",
     "check_text",
+    "forget_matcher",
+    "is_glob",
     "parse_event_time",
     "read_conversation",
+    "visible",
 ]
 
 SCOPE_KEYS = ("user", "session", "agent")
@@ -99,6 +105,30 @@ class Note:
     speaker: str = ""  # who said a turn: an entity of every statement made from it
 
 
+def visible(item: Scope, caller: Scope) -> bool:
+    """Scopes are an access boundary: an item stored with scope keys is visible only to a
+    caller whose scope carries the same value for every one of them; a caller without a
+    scope sees only project-wide items (code, and notes stored without a scope)."""
+    have = dict(caller)
+    return all(have.get(key) == value for key, value in item)
+
+
+def caller_scope(pinned: Scope, requested: Scope) -> Scope:
+    """The scope a call acts in: what the server pinned for this caller, narrowed by what
+    the call asks (more keys); a call cannot change a pinned key, and omitting `scope`
+    leaves the pin in force."""
+    base = dict(pinned)
+    for key, value in requested:
+        if key in base and base[key] != value:
+            raise BadRequest(
+                f"scope {key}={value} is not yours: this server pins {key}={base[key]}",
+                hint=f"leave {key} out of `scope` (the server fills it in), or use "
+                f"{key}={base[key]}",
+            )
+        base[key] = value
+    return tuple(sorted(base.items()))
+
+
 def check_size(name: str, value: str) -> None:
     size = len(value.encode("utf-8", errors="surrogatepass"))
     if size > LIMITS.text_bytes:
@@ -148,6 +178,40 @@ def check_path_filter(pattern: str) -> str:
             "use a glob below the root, e.g. 'lib/**'",
         )
     return pattern
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_forget_path(pattern: str) -> str:
+    """One root-relative path or glob to forget: never absolute, never `..`, never a
+    negation or a comment, no line breaks or other control characters. The memory service
+    then refuses one that matches no indexed file."""
+    if _CONTROL.search(pattern):
+        raise BadRequest(
+            f"path {pattern!r} holds a line break or another control character",
+            hint="give one path or glob per argument, e.g. 'vendor/**' or 'src/old.py'",
+        )
+    body = pattern.strip()
+    if not body or body.strip("/") == "":
+        raise BadRequest("a path to forget is empty", hint="give a path relative to the root")
+    if body.startswith(("!", "#")):
+        raise BadRequest(
+            f"path {pattern!r} starts with {body[0]!r}: a negation or a comment, not a path",
+            hint="name the files to forget, e.g. 'private/' or 'src/**/*.pem'; to index a "
+            "gitignored folder, change the ignore file instead",
+        )
+    if body.startswith(("/", "\\", "~")) or _DRIVE.match(body):
+        raise BadRequest(
+            f"path {pattern!r} is absolute; paths are relative to the project root",
+            hint="write it relative to the root, e.g. 'src/secret.py'",
+        )
+    if ".." in re.split(r"[/\\]", body):
+        raise BadRequest(
+            f"path {pattern!r} leaves the project root ('..')",
+            hint="only files inside the indexed project can be forgotten",
+        )
+    return body.strip("/")
 
 
 def check_list(name: str, values: Sequence[str] | None) -> tuple[str, ...]:
@@ -244,3 +308,58 @@ def read_conversation(
             turn_id=str(turn.get("turn_id") or f"T{n}"), speaker=speaker,
         ))  # fmt: skip
     return notes
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def is_glob(pattern: str) -> bool:
+    return _GLOB.search(pattern) is not None
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob over root-relative paths: `*` and `?` stay within a folder, `**` crosses
+    folders, `[…]` is a set; a glob matching a folder takes in what is under it."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("".join(out) + "(?:/.*)?", re.S)
+
+
+def forget_matcher(rules: Sequence[ForgetRule]) -> Callable[[str], bool]:
+    """Whether a root-relative file path is forgotten: an exact path names the file or the
+    folder it is under; a glob matches the whole path (or a folder above it)."""
+    exact = {r.pattern.strip("/") for r in rules if not r.glob}
+    globs = [_glob_regex(r.pattern.strip("/")) for r in rules if r.glob]
+
+    def forgotten(path: str) -> bool:
+        if path in exact or any(path.startswith(p + "/") for p in exact):
+            return True
+        return any(g.fullmatch(path) for g in globs)
+
+    return forgotten

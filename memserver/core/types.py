@@ -385,3 +385,14 @@ class Status:
         if not self.server:
             del out["server"]
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetRule:
+    """A path `forget` removed, kept out of later indexing runs (a record, never a line of
+    an ignore file)."""
+
+    pattern: str  # a root-relative path, or a glob
+    glob: bool  # a glob (`*`, `?`, `[…]`, `**`), else an exact path (a file or a folder)
+    added_at: str = ""
+    reason: str = ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memserver.core.types import Chunk, FileRecord, Memory
+from memserver.core.types import Chunk, FileRecord, ForgetRule, Memory
 
 __all__ = ["ConsolidationWrite", "FileChanges", "ForgetPlan", "NoteWrite", "Place", "Vectors"]
 
@@ -59,6 +59,7 @@ class ForgetPlan:
     memories: Sequence[str] = ()  # memories to mark forgotten
     stale: Sequence[str] = ()  # memories citing what goes: active → stale
     paths: Sequence[str] = ()  # manifest entries to drop (forgotten files)
+    rules: Sequence[ForgetRule] = ()  # what keeps those files out of later runs
     abstractions: Sequence[str] = ()  # consolidated memories built from what goes
     reactivate: Sequence[str] = ()  # their other members, active again
     erase: bool = False  # blank the text everywhere and purge every old copy

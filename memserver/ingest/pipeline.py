@@ -8,12 +8,14 @@ backgrounded embedding phase resumes where it stopped on the next run.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from indexers.walk import read_source
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import (
@@ -101,8 +103,13 @@ class Indexer:
         chunker_id: str = "",
         distiller: Distiller | None = None,
         keep_versions: timedelta | None = None,
+        root: Path | None = None,
+        max_file_bytes: int = 1_000_000,
     ) -> None:
         self.store = store
+        # what the read of each file is checked against (the walk's rules, again)
+        self.root_real = os.path.realpath(root if root is not None else store.meta.root or ".")
+        self.max_file_bytes = max_file_bytes
         # after a run that changed something, table versions older than this are dropped
         # (None: only compacted); a 100M-token build left 1,086 versions of the chunk table
         self.keep_versions = keep_versions
@@ -138,14 +145,13 @@ class Indexer:
             if old and same_chunker and old.size == f.size and old.mtime_ns == f.mtime_ns:
                 plan.unchanged += 1
                 continue
-            try:
-                data = Path(f.abs_path).read_bytes()
-                text = data.decode("utf-8-sig")
-            except (OSError, UnicodeDecodeError) as exc:
-                report.skipped[f.path] = f"unreadable: {getattr(exc, 'strerror', None) or exc}"
+            found = read_source(self.root_real, f.path, f.abs_path, self.max_file_bytes)
+            if isinstance(found, str):  # it changed since the walk looked at it
+                report.skipped[f.path] = found
                 if old:
                     plan.removed.append(old)
                 continue
+            data, text, _ = found
             digest = content_hash(data)
             if old and same_chunker and old.content_hash == digest:
                 plan.unchanged += 1

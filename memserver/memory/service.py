@@ -26,17 +26,22 @@ from typing import Any
 
 import numpy as np
 
-from indexers.ignore import path_matcher
 from memserver.config import MemorySettings
 from memserver.core.errors import BadRequest
 from memserver.core.ids import chunk_id, content_hash, memory_id, normalise
 from memserver.core.protocols import Embedder, TokenCounter
-from memserver.core.requests import Note
-from memserver.core.types import ACTIVE, FORGOTTEN, MEMORY_TYPES, STALE, Chunk, Memory
+from memserver.core.requests import (
+    Note,
+    Scope,
+    check_forget_path,
+    forget_matcher,
+    is_glob,
+    visible,
+)  # fmt: skip
+from memserver.core.types import ACTIVE, FORGOTTEN, MEMORY_TYPES, STALE, Chunk, ForgetRule, Memory
 from memserver.core.writes import ForgetPlan, NoteWrite
 from memserver.memory.atomic import atomise
 from memserver.memory.codeblocks import split_code
-from memserver.memory.forgotten import add_forgotten, literal_pattern
 from memserver.store.index import IndexStore
 from memserver.text.passages import embed_text
 from memserver.text.secrets import Scrubber
@@ -335,37 +340,44 @@ class MemoryService:
 
     def forget(
         self, ids: Sequence[str] = (), paths: Sequence[str] = (), *, reason: str = "",
-        erase: bool = False,
+        erase: bool = False, scope: Scope = (),
     ) -> ForgetResult:  # fmt: skip
+        """Make notes, memories or indexed files unrecallable (`erase`: gone from every byte
+        of the index too). Only what the caller's `scope` may see can be forgotten; an id
+        outside it is unknown. Consolidated memories built from what goes go with it, and
+        their other members are active again."""
         if not ids and not paths:
             raise BadRequest("nothing to forget", hint="pass memory or chunk ids, or a path")
+        checked = [check_forget_path(p) for p in paths]
         result = ForgetResult(erased=erase)
         with self.store.lock(self.lock_timeout):
-            chunk_ids, memory_ids = self._resolve(ids)
-            if paths:
-                file_chunks, matched = self._files(paths)
+            chunk_ids, memory_ids = self._resolve(ids, scope, erase)
+            rules: list[ForgetRule] = []
+            if checked:
+                file_chunks, result.paths, rules = self._files(checked, reason)
                 chunk_ids += file_chunks
-                result.paths = matched
-            memory_ids += [
-                m.id for m in self.store.memories.of_origin(chunk_ids) if m.status != FORGOTTEN
-            ]
+            memory_ids += [m.id for m in self.store.memories.of_origin(chunk_ids)
+                           if erase or m.status != FORGOTTEN]  # fmt: skip
             memory_ids = list(dict.fromkeys(memory_ids))
             chunk_ids = list(dict.fromkeys(chunk_ids))
+            abstractions, members = self._derived(memory_ids, erase)
             before = self._texts(chunk_ids, memory_ids) if not erase else ""
-            stale = sorted(set(self.store.memories.citing(chunk_ids)) - set(memory_ids))
+            going = set(memory_ids) | set(abstractions)
+            stale = sorted(set(self.store.memories.citing(chunk_ids)) - going)
             stale = [m for m, mem in self.store.memories.get(stale).items()
                      if mem.status == ACTIVE]  # fmt: skip
-            # commit points first (the manifest for files, LanceDB for the rest), the
-            # keyword index last: a crash in between is finished by reconciliation
             self.store.forget(ForgetPlan(
                 chunks=chunk_ids, memories=memory_ids, stale=stale, paths=result.paths,
-                erase=erase, before=before, actor=self.actor, reason=reason or "forget",
+                rules=rules, abstractions=abstractions,
+                reactivate=[m for m in members if m not in going], erase=erase, before=before,
+                actor=self.actor, reason=reason or "forget",
             ))  # fmt: skip
-            result.forgotten = [*chunk_ids, *memory_ids]
+            result.forgotten = [*chunk_ids, *memory_ids, *abstractions]
             result.stale_marked = stale
         return result
 
-    def _resolve(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    def _resolve(self, ids: Sequence[str], scope: Scope, erase: bool
+                 ) -> tuple[list[str], list[str]]:  # fmt: skip
         chunk_ids: list[str] = []
         memory_ids: list[str] = []
         wanted_chunks = [i for i in ids if i.startswith("c_")]
@@ -376,16 +388,19 @@ class MemoryService:
                 f"not a chunk or memory id: {', '.join(bad[:5])}",
                 hint="ids look like c_… (chunks, notes) or m_… (memories), as recall returns",
             )
-        found = self.store.chunks.get(wanted_chunks)
-        memories = self.store.memories.get(wanted_memories)
+        found = {cid: c for cid, (c, _) in self.store.chunks.get(wanted_chunks).items()
+                 if visible(c.scope, scope)}  # fmt: skip
+        memories = {mid: m for mid, m in self.store.memories.get(wanted_memories).items()
+                    if visible(m.scope, scope)}  # fmt: skip
         missing = [i for i in wanted_chunks if i not in found]
         missing += [i for i in wanted_memories if i not in memories]
         if missing:
             raise BadRequest(
                 f"unknown id: {', '.join(missing[:5])}",
-                hint="ids change when code changes; recall again for current ids",
+                hint="ids change when code changes; recall again for current ids (an id of "
+                "another user's, session's or agent's notes is unknown to you)",
             )
-        for cid, (chunk, _) in found.items():
+        for cid, chunk in found.items():
             if chunk.origin == "file":
                 raise BadRequest(
                     f"{cid} is code from {chunk.path}: indexed files are forgotten by path",
@@ -396,23 +411,39 @@ class MemoryService:
             if chunk.origin in ("note", "turn"):  # its code blocks go with it
                 blocks = self.store.chunks.code_blocks_of(chunk.path, current_only=False)
                 chunk_ids.extend(b.id for b in blocks)
-        memory_ids.extend(m for m, mem in memories.items() if mem.status != FORGOTTEN)
+        memory_ids.extend(m for m, mem in memories.items() if erase or mem.status != FORGOTTEN)
         return chunk_ids, memory_ids
 
-    def _files(self, patterns: Sequence[str]) -> tuple[list[str], list[str]]:
-        """Current chunk ids and manifest paths matching gitignore-style patterns; the
-        patterns are recorded so the next indexing run leaves those files out."""
+    def _derived(self, memory_ids: Sequence[str], erase: bool) -> tuple[list[str], list[str]]:
+        """(consolidated memories built from any of `memory_ids`, all their members): an
+        abstraction keeps its members' words, so it goes with them."""
+        found = [m for m in self.store.memories.derived_from(memory_ids)
+                 if erase or m.status != FORGOTTEN]  # fmt: skip
+        members = [x for m in found for x in m.derived_from]
+        return [m.id for m in found], list(dict.fromkeys(members))
+
+    def _files(self, patterns: Sequence[str], reason: str
+               ) -> tuple[list[str], list[str], list[ForgetRule]]:  # fmt: skip
+        """Current chunk ids and manifest paths the checked patterns match, and the rules
+        that keep those files out of later runs. A pattern that is an indexed path is that
+        path exactly (glob characters and all); one that matches nothing is refused."""
         manifest = self.store.files.read()
-        # an indexed path is taken as written, even when it holds glob characters or `\`
-        exact = {p.strip("/") for p in patterns} & set(manifest)
-        globs = [p for p in patterns if p.strip("/") not in exact]
-        match = path_matcher(globs, "path")
-        matched = sorted(p for p in manifest if p in exact or match(p))
-        add_forgotten(self.store.dir, [*map(literal_pattern, sorted(exact)), *globs])
+        rules = [ForgetRule(p, p not in manifest and is_glob(p), reason=reason) for p in patterns]
+        matched: set[str] = set()
+        for rule in rules:
+            match = forget_matcher([rule])
+            hits = {p for p in manifest if match(p)}
+            if not hits:
+                raise BadRequest(
+                    f"path {rule.pattern!r} matches no indexed file: nothing was forgotten",
+                    hint="check the path (relative to the project root) with `memserver "
+                    "status` or `memserver index --dry-run`",
+                )
+            matched |= hits
         states = self.store.chunks.states_of(
-            [cid for p in matched for cid in manifest[p].chunk_ids]
+            [cid for p in sorted(matched) for cid in manifest[p].chunk_ids]
         )
-        return [cid for cid, cur in states.items() if cur], matched
+        return [cid for cid, cur in states.items() if cur], sorted(matched), rules
 
     def _texts(self, chunk_ids: Sequence[str], memory_ids: Sequence[str]) -> str:
         chunks = self.store.chunks.get(chunk_ids)

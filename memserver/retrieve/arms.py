@@ -21,13 +21,12 @@ import numpy as np
 from indexers.ignore import path_matcher
 from memserver.config import RecallSettings
 from memserver.core.protocols import KeywordIndex, Snapshot
-from memserver.core.requests import Filters, Scope
+from memserver.core.requests import Filters, visible
 from memserver.retrieve.plan import QueryPlan
 from memserver.text.terms import QUERY_STOP_WORDS
 
 __all__ = [
     "ArmSpec", "Masks", "Ranked", "Via", "filter_mask", "memory_mask", "plan_arms", "run_arms",
-    "visible",
 ]  # fmt: skip
 
 Ranked = list[tuple[str, float]]
@@ -51,28 +50,19 @@ class ArmSpec:
     dated: bool = False  # only notes and turns of the days the query names
 
 
-def _in_scope(item: Scope, wanted: Scope) -> bool:
-    """Fail closed: an item scoped to another user/session/agent is never visible; an
-    item without that key (project-wide notes, code) is."""
-    have = dict(item)
-    return all(have.get(k, v) == v for k, v in wanted)
-
-
-def visible(item: Scope, caller: Scope) -> bool:
-    """Whether a caller with scope `caller` may see an item stored with scope `item`."""
-    return _in_scope(item, caller)
-
-
 def memory_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
-    """Memory rows the scope allows (None: all of them)."""
-    if not filters.scope:
+    """Memory rows the caller may see (None: all of them, when none is scoped)."""
+    if not snap.scoped(memories=True):
         return None
     return snap.memory_mask_by(lambda s: visible(s, filters.scope))
 
 
 def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
-    """Chunk rows the filters allow (None: all of them)."""
-    if not filters:
+    """Chunk rows the filters allow and the caller's scope may see (None: all of them).
+    The scope is a boundary, not a filter: a caller without one sees project-wide rows
+    only, whenever any row is scoped."""
+    scoped = snap.scoped(memories=False)
+    if not (filters.paths or filters.languages or filters.kinds or scoped):
         return None
     mask = np.ones(snap.size(), dtype=bool)
     if filters.paths:
@@ -83,7 +73,7 @@ def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
     if filters.kinds:
         kinds = {x.lower() for x in filters.kinds}
         mask &= snap.mask_by("kind", lambda v: v in kinds)
-    if filters.scope:
+    if scoped:
         mask &= snap.mask_by("scope", lambda s: visible(s, filters.scope))
     return mask
 

@@ -36,6 +36,7 @@ import numpy as np
 from memserver.core.errors import BadRequest
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Embedder, Sources
+from memserver.core.requests import Scope, visible
 from memserver.text.sentences import entities, sentences
 from memserver.text.terms import STOP_WORDS, split_identifier, words
 
@@ -159,9 +160,12 @@ class Attributor:
         while len(self._spans) > SPAN_CACHE:
             self._spans.popitem(last=False)
 
-    def load(self, ids: Sequence[str]) -> tuple[list[_Source], list[str]]:
-        """The sources behind `ids` (chunks, memories), and the ids that cannot be cited."""
+    def load(self, ids: Sequence[str], scope: Scope = ()) -> tuple[list[_Source], list[str]]:
+        """The sources behind `ids` (chunks, memories) the caller's scope may see, and the
+        ids that cannot be cited (unknown, erased, forgotten or outside the scope)."""
         chunks, memories = self.store.sources(list(ids))
+        chunks = {k: c for k, c in chunks.items() if visible(c.scope, scope)}
+        memories = {k: m for k, m in memories.items() if visible(m.scope, scope)}
         sources, rejected = [], []
         for sid in dict.fromkeys(ids):
             if sid in self._spans and sid in chunks and chunks[sid].text:
@@ -214,7 +218,8 @@ class Attributor:
         z = feats @ self.weights + self.bias
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -30, 30))), dtype=np.float64)
 
-    def attribute(self, answer: str, evidence_ids: Sequence[str]) -> Attribution:
+    def attribute(self, answer: str, evidence_ids: Sequence[str], scope: Scope = ()
+                  ) -> Attribution:  # fmt: skip
         if not answer.strip():
             raise BadRequest("the answer is empty", hint="pass the text you want attributed")
         if not evidence_ids:
@@ -228,7 +233,7 @@ class Attributor:
                 hint="pass only the evidence you actually used",
             )
         claims = [c for c in sentences(answer) if any(ch.isalnum() for ch in c)][:MAX_CLAIMS]
-        sources, rejected = self.load(list(evidence_ids))
+        sources, rejected = self.load(list(evidence_ids), scope)
         out = Attribution(rejected=rejected)
         if not sources:
             out.claims = [{"text": c, "supported_by": [], "score": 0.0} for c in claims]

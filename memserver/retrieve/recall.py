@@ -7,6 +7,7 @@ is made on this path, except the optional query expansion.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from indexers.read import Refused, read_bytes
 from memserver.config import RecallSettings
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Embedder, KeywordIndex, Reranker, Snapshot, TokenCounter
@@ -190,7 +192,7 @@ class Recaller:
                 out.append(e)
                 continue
             if e.path not in changed:
-                changed[e.path] = _changed(self.root / e.path, *known)
+                changed[e.path] = _changed(self.root, e.path, *known)
             out.append(replace(e, stale=True) if changed[e.path] else e)
         return tuple(out)
 
@@ -229,11 +231,14 @@ class Recaller:
         return confidence(signals, s.gate_weights, s.gate_bias)
 
 
-def _changed(path: Path, size: int, mtime_ns: int, digest: str) -> bool:
+def _changed(root: Path, rel: str, size: int, mtime_ns: int, digest: str) -> bool:
+    """Whether the file at `rel` differs from what was indexed (read safely: a file turned
+    into a link to a device must not make recall read without end)."""
     try:
-        st = path.stat()
-        if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
-            return False
-        return content_hash(path.read_bytes()) != digest
+        st = (root / rel).stat()
     except OSError:  # deleted or unreadable since indexing
         return True
+    if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
+        return False
+    found = read_bytes(os.path.realpath(root), rel, max(size, st.st_size))
+    return isinstance(found, Refused) or content_hash(found) != digest

@@ -217,17 +217,20 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         ids: Annotated[list[str] | None, Field(description=schemas.IDS)] = None,
         paths: Annotated[list[str] | None, Field(description=schemas.FORGET_PATHS)] = None,
         erase: Annotated[bool, Field(description=schemas.ERASE)] = False,
+        scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
     ) -> schemas.ForgetOutput:
         app = ctx.request_context.lifespan_context
         with tool_errors("forget"):
             ids_ = requests.check_ids(ids)
-            paths_ = requests.check_paths(paths)
+            paths_ = tuple(requests.check_forget_path(p) for p in requests.check_list(
+                "paths", paths))  # fmt: skip
             if not ids_ and not paths_:
                 raise BadRequest(
                     "nothing to forget", hint="pass ids (from recall/remember) or paths"
                 )
             requests.check_size("reason", reason)
-            result = await run_blocking(app, app.backend.forget, ids_, paths_, reason, erase)
+            result = await run_blocking(app, app.backend.forget, ids_, paths_, reason, erase,
+                                        requests.check_scope(scope or {}))  # fmt: skip
         return schemas.ForgetOutput.model_validate(result)
 
     @server.tool(title="Attribute an answer", description=schemas.ATTRIBUTE,
@@ -236,6 +239,7 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         ctx: Context[AppContext, Any],
         answer: Annotated[str, Field(description=schemas.ANSWER)],
         evidence_ids: Annotated[list[str], Field(description=schemas.EVIDENCE_IDS)],
+        scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
     ) -> schemas.AttributeOutput:
         app = ctx.request_context.lifespan_context
         with tool_errors("attribute"):
@@ -245,7 +249,8 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
                 raise BadRequest(
                     "no evidence ids given", hint="pass the ids of the recall evidence you used"
                 )
-            result = await run_blocking(app, app.backend.attribute, text, ids_)
+            result = await run_blocking(app, app.backend.attribute, text, ids_,
+                                        requests.check_scope(scope or {}))  # fmt: skip
         return schemas.AttributeOutput.model_validate(result)
 
     @server.tool(title="Index status", description=schemas.STATUS, annotations=READ_ONLY)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memserver.core.errors import MemserverError
-from memserver.core.requests import Filters, Note, Scope
+from memserver.core.requests import Filters, Note, Scope, caller_scope, visible
 
 if TYPE_CHECKING:
     from indexers.watcher import Watcher
@@ -42,8 +42,14 @@ class Backend:
         *,
         embedder_flag: str | None = None,
         env: Mapping[str, str] | None = None,
+        pinned_scope: Scope = (),
+        token_scope: Callable[[], Scope | None] | None = None,
     ) -> None:
         self.root = root
+        # who the caller is: a scope pinned for every caller (`serve --scope`), or the one
+        # of the bearer token that authenticated this request; a call may only narrow it
+        self.pinned_scope = pinned_scope
+        self.token_scope = token_scope
         self.index_dir = index_dir
         self.embedder_flag = embedder_flag
         self.env = env
@@ -133,6 +139,11 @@ class Backend:
             return "not ready: " + self.last_error.splitlines()[0]
         return "loading"
 
+    def scope_for(self, requested: Scope = ()) -> Scope:
+        """The scope one call acts in (see `core.requests.caller_scope`)."""
+        token = self.token_scope() if self.token_scope is not None else None
+        return caller_scope(token if token is not None else self.pinned_scope, requested)
+
     # -- operations ----------------------------------------------------------------
 
     def recall(
@@ -146,6 +157,7 @@ class Backend:
         include_memories: bool = True,
         scope: Scope = (),
     ) -> dict[str, Any]:
+        scope = self.scope_for(scope)
         engine, recaller, store = self.ready()
         result = recaller.recall(
             query,
@@ -164,20 +176,26 @@ class Backend:
             return self._attributor
 
     def remember(self, note: Note) -> dict[str, Any]:
+        note = replace(note, scope=self.scope_for(note.scope))
         engine, recaller, _ = self.ready()
         service = engine.memory_service(embedder=recaller.embedder)
         return dict(service.remember(note).to_dict())
 
     def forget(
-        self, ids: tuple[str, ...], paths: tuple[str, ...], reason: str, erase: bool
-    ) -> dict[str, Any]:
+        self, ids: tuple[str, ...], paths: tuple[str, ...], reason: str, erase: bool,
+        scope: Scope = (),
+    ) -> dict[str, Any]:  # fmt: skip
+        scope = self.scope_for(scope)
         engine, recaller, _ = self.ready()
         service = engine.memory_service(embedder=recaller.embedder)
-        return dict(service.forget(ids, paths, reason=reason, erase=erase).to_dict())
+        found = service.forget(ids, paths, reason=reason, erase=erase, scope=scope)
+        return dict(found.to_dict())
 
-    def attribute(self, answer: str, evidence_ids: tuple[str, ...]) -> dict[str, Any]:
+    def attribute(self, answer: str, evidence_ids: tuple[str, ...], scope: Scope = ()
+                  ) -> dict[str, Any]:  # fmt: skip
+        scope = self.scope_for(scope)
         attributor = self._attribution(*self.ready())
-        return dict(attributor.attribute(answer, evidence_ids).to_dict())
+        return dict(attributor.attribute(answer, evidence_ids, scope).to_dict())
 
     def watch(self) -> None:
         """Keep the index fresh from file events, in background threads, with a writer engine
@@ -204,9 +222,12 @@ class Backend:
         return status.to_dict()
 
     def chunk(self, chunk_id: str) -> dict[str, Any] | None:
+        """A current chunk the caller may see (a forgotten note's is gone)."""
+        scope = self.scope_for()
         _, _, store = self.ready()
         found = store.chunks.get([chunk_id]).get(chunk_id)
-        if found is None:
+        current = store.chunks.states_of([chunk_id]).get(chunk_id, False)
+        if found is None or not current or not visible(found[0].scope, scope):
             return None
         c, embedded = found
         return {
@@ -216,9 +237,11 @@ class Backend:
         }  # fmt: skip
 
     def memory(self, memory_id: str) -> dict[str, Any] | None:
+        """A memory the caller may see that is not forgotten."""
+        scope = self.scope_for()
         _, _, store = self.ready()
         m = store.memories.get([memory_id]).get(memory_id)
-        if m is None:
+        if m is None or m.status == "forgotten" or not visible(m.scope, scope):
             return None
         return {
             "id": m.id, "type": m.type, "key": m.key, "text": m.text, "status": m.status,

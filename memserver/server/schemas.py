@@ -169,8 +169,10 @@ EVENT_TIME = (
 )
 NOTE_PATHS = "Files (relative to the project root) the note is about; it cites their code."
 SCOPE = (
-    "Scope keys beyond the project: user, session, agent, e.g. {'user': 'alice'}. A recall "
-    "with a scope never sees notes of another user/session/agent."
+    "Whose notes: scope keys beyond the project (user, session, agent), e.g. "
+    "{'user': 'alice'}. A note stored with a scope is seen only by calls carrying the same "
+    "value for each of its keys; without a scope a call sees project-wide notes and code only."
+    " A server may pin your scope: then this can only add keys."
 )
 IDS = "Memory ids (m_…) and note / code-block ids (c_…), exactly as returned."
 FORGET_PATHS = "Indexed file paths or gitignore-style globs, relative to the project root."

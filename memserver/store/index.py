@@ -23,8 +23,8 @@ import numpy as np
 from memserver.core.errors import IndexMissing, StoreError
 from memserver.core.types import Chunk, Memory
 from memserver.core.writes import ConsolidationWrite, FileChanges, ForgetPlan, NoteWrite, Vectors
+from memserver.store import forgotten, statecache
 from memserver.store import lancedb as ldb
-from memserver.store import statecache
 from memserver.store.bm25 import Bm25Index
 from memserver.store.chunks import ChunkRows
 from memserver.store.events import EventLog
@@ -212,8 +212,10 @@ class IndexStore:
         table and drop every old version and keyword segment that still held it."""
         goes = [*p.chunks, *p.memories, *p.abstractions]
         with self.writing():
+            if p.rules:  # first: a crash after this leaves the files out of the next run
+                forgotten.add_rules(self.dir, p.rules)
             if p.paths:
-                self.files.write([], p.paths)  # a forgotten file's commit point first
+                self.files.write([], p.paths)  # then a forgotten file's commit point
             self.chunks.set_valid_to(p.chunks, closed=True)
             self.memories.set_status([*p.memories, *p.abstractions], FORGOTTEN)
             self.memories.set_status(p.stale, STALE)

@@ -280,6 +280,10 @@ class LeanSnapshot:
         assert self.memory_scopes is not None
         return self.memory_scopes.mask(keep)
 
+    def scoped(self, memories: bool) -> bool:
+        coded = self.memory_scopes if memories else self.columns["scope"]
+        return coded is not None and any(coded.values)
+
     def time_mask(self, spans: Sequence[tuple[datetime, datetime]]) -> np.ndarray | None:
         if not spans or not len(self.ids):
             return None

@@ -74,6 +74,7 @@ class MemorySnapshot:
     memory_addresses: list[int] = field(default_factory=list)
     memory_source_ids: list[tuple[str, ...]] = field(default_factory=list)
     memory_status: list[str] = field(default_factory=list)
+    _scoped: dict[str, bool] = field(default_factory=dict)
     large = False
 
     # -- the Snapshot protocol ------------------------------------------------------------
@@ -96,6 +97,13 @@ class MemorySnapshot:
 
     def memory_mask_by(self, keep: Callable[[Any], bool]) -> np.ndarray:
         return np.array([keep(s) for s in self.memory_scope], dtype=bool)
+
+    def scoped(self, memories: bool) -> bool:
+        key = "memories" if memories else "chunks"
+        if key not in self._scoped:  # asked on every recall: worked out once per snapshot
+            found = any(self.memory_scope) if memories else any(c.scope for c in self.chunks)
+            self._scoped[key] = found
+        return self._scoped[key]
 
     def time_mask(self, spans: Sequence[tuple[datetime, datetime]]) -> np.ndarray | None:
         if not spans or not self.chunks:
@@ -404,6 +412,7 @@ def refresh_snapshot(
         _link_memories(fresh)
     if "files" in changed:
         fresh.files = file_states(store)
+    fresh._scoped = {}  # worked out again for what it holds now
     return fresh
 
 

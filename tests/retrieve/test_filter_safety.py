@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from memserver.cli import main
 from memserver.engine import Engine
-from memserver.memory.forgotten import forgotten_patterns
+from memserver.store.forgotten import load_rules
 
 WEIRD = 'src/we\'ird "q" 100% a\\b ) OR 1=1 --.py'
 OTHERS = {
@@ -72,7 +72,7 @@ def test_hostile_paths_index_recall_and_forget_exactly(tmp_path: Path) -> None:
     assert _state(root)[0] == after
     top = _engine(root).recaller().recall("quirky path function").evidence
     assert all(e.path != WEIRD for e in top)
-    assert len(forgotten_patterns(_engine(root).index_dir)) == 1
+    assert len(load_rules(_engine(root).index_dir)) == 1
 
     # a path full of glob characters is also taken as written
     glob_path = "src/[glob]*?.py"
