@@ -207,7 +207,7 @@ def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder:
     "--budget-tokens",
     type=click.IntRange(LIMITS.budget_min, LIMITS.budget_max),
     default=None,
-    help="Token budget of the answer (4096).",
+    help="Token budget of the whole answer as printed (4096).",
 )
 @click.option(
     "--max-files",
@@ -237,6 +237,11 @@ def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder:
     "--scope", "scopes", multiple=True, metavar="KEY=VALUE",
     help="Only notes of this user/session/agent (and project-wide ones); repeatable.",
 )  # fmt: skip
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Also show scores, the searches that found each item and its notes.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def recall(
@@ -253,6 +258,7 @@ def recall(
     no_memories: bool,
     no_rerank: bool,
     scopes: tuple[str, ...],
+    explain: bool,
     as_json: bool,
 ) -> None:
     """Find the code that answers QUERY: ranked chunks with paths and line ranges.
@@ -260,6 +266,7 @@ def recall(
     The answer says whether the index holds an answer at all (found, confidence),
     and each item which routes and arms found it.
     """
+    from memserver.core import render
     from memserver.core.requests import Filters
 
     if not query and queries is None:
@@ -268,7 +275,7 @@ def recall(
     opts = {
         "k": k, "budget_tokens": budget_tokens, "max_files": max_files,
         "filters": Filters(paths, languages, kinds, _scope(scopes)),
-        "include_memories": not no_memories,
+        "include_memories": not no_memories, "explain": explain,
     }  # fmt: skip
     if queries is not None:
         for n, line in enumerate(queries, start=1):
@@ -281,16 +288,16 @@ def recall(
                 raise click.UsageError(
                     f"--queries line {n} is not a {{qid, query}} object: {exc}"
                 ) from exc
-            result = recaller.recall(text, **opts).to_dict()
-            _emit_json({"qid": item.get("qid", n), **result})
+            found = recaller.recall(text, **opts)
+            _emit_json({"qid": item.get("qid", n), **render.recall_dict(found, explain)})
         return
     result = recaller.recall(query, **opts)
     if as_json:
-        _emit_json(result.to_dict())
+        _emit_json(render.recall_dict(result, explain))
     else:
         from memserver.cli_format import print_recall
 
-        print_recall(result)
+        print_recall(result, explain)
 
 
 def _scope(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

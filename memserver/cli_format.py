@@ -16,6 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memserver.core import render
 from memserver.core.types import IndexReport, RecallResult
 
 out = Console(highlight=False)
@@ -121,32 +122,9 @@ def print_dry_run(summary: dict[str, Any]) -> None:
     )
 
 
-def print_recall(result: RecallResult) -> None:
-    if result.found is False:
-        out.print(
-            f"[yellow]not found[/]: the index does not seem to hold an answer "
-            f"(confidence {result.confidence}); the closest matches follow"
-            if result.evidence
-            else "[yellow]not found[/]: nothing matched"
-        )
-    for ev in result.evidence:
-        label = f"{ev.path}:{ev.start_line}-{ev.end_line}"
-        extra = "" if ev.embedded else "  [yellow](not embedded yet: keyword match only)[/]"
-        if ev.stale:
-            extra += "  [yellow](changed since indexed: re-read it, or run memserver index)[/]"
-        out.print(
-            f"[bold cyan]{label}[/]  {ev.symbol or ev.kind}  "
-            f"[dim]score {ev.score:.4f} via {'+'.join(ev.routes)}[/]{extra}"
-        )
-        out.print(ev.text, markup=False, soft_wrap=True)
-        out.print()
-    more = " (some results left out to fit the budget)" if result.truncated else ""
-    out.print(f"[dim]{len(result.evidence)} results, {result.tokens} tokens{more}[/]")
-    if result.unembedded:
-        out.print(
-            f"[yellow]{result.unembedded} chunks are not embedded yet; "
-            "run `memserver index` to finish[/]"
-        )
+def print_recall(result: RecallResult, explain: bool = False) -> None:
+    """The answer as an agent reads it (`core.render`), within the budget."""
+    out.print(render.recall_text(result, explain), markup=False, highlight=False, soft_wrap=True)
 
 
 def print_status(info: dict[str, Any]) -> None:

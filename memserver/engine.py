@@ -371,12 +371,14 @@ class Engine:
 
     def doctor(self, *, repair: bool = False) -> DoctorReport:
         """Check the index (and with `repair` fix what can be fixed)."""
+        from memserver.memory.atomic import makes_statements
         from memserver.store.doctor import Doctor
 
         name, dim = self.embedder_identity()
         doctor = Doctor(
             self.index_dir, name, dim, lock_timeout=self.lock_timeout,
             configured=embedder_identity(self.configured_embedding),
+            expects_memories=makes_statements,
         )  # fmt: skip
         return doctor.run(repair=repair)
 
@@ -400,7 +402,7 @@ class Engine:
         meta = store.meta
         return Status(
             root=str(self.root), index_dir=str(self.index_dir), project=meta.project,
-            files=len(manifest), chunks=store.chunks.count_current(),
+            files=len(manifest), chunks=store.indexed_chunks(),
             memories=store.memories.count_active(),
             notes=store.chunks.count_current(origin="note"),
             turns=store.chunks.count_current(origin="turn"),

@@ -198,6 +198,7 @@ class RecallResult:
     evidence: tuple[Evidence, ...]
     unembedded: int = 0  # current chunks still waiting for a vector
     signals: dict[str, float] = field(default_factory=dict)  # the gate's inputs, for calibration
+    degraded: str = ""  # why recall ran without a part (the model), and the fix
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -207,6 +208,7 @@ class RecallResult:
             "tokens": self.tokens,
             "truncated": self.truncated,
             "unembedded_chunks": self.unembedded,
+            "degraded": self.degraded,
             "evidence": [e.to_dict() for e in self.evidence],
         }
 

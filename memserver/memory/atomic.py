@@ -13,7 +13,7 @@ import re
 from memserver.core.types import MemoryDraft
 from memserver.text.sentences import entities, sentences
 
-__all__ = ["atomise", "memory_type"]
+__all__ = ["atomise", "makes_statements", "memory_type"]
 
 _LEADING = re.compile(
     r"^(?:it|its|it's|this|that|these|those|they|them|their|he|she|his|her|him|there|"
@@ -65,3 +65,8 @@ def atomise(prose: str, kind: str | None = None) -> list[MemoryDraft]:
         key = ", ".join(ents[:4]) if ents else " ".join(s.split()[:8])
         drafts.append(MemoryDraft(kind or memory_type(s), key[:200], s, ents))
     return drafts
+
+
+def makes_statements(prose: str) -> bool:
+    """Whether remembering `prose` stores at least one memory."""
+    return bool(atomise(prose))

@@ -67,7 +67,11 @@ class RememberResult:
     unknown_paths: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """What the caller reads back: the cited chunks as a count (a large file is dozens
+        of ids nobody asked to see)."""
+        out = asdict(self)
+        out["cites"] = len(self.cites)
+        return out
 
 
 @dataclass
@@ -160,10 +164,13 @@ class MemoryService:
             for (result, note, clean, prose, blocks, when, path), nid in zip(
                 prepared, ids, strict=True
             ):
-                if nid in current or nid in seen:
-                    results.append(self._duplicate(result, nid, seen.get(nid)))
+                if nid in seen:
+                    results.append(self._duplicate(result, nid, seen[nid]))
                     continue
                 made, mems = self._build(result, note, prose, blocks, when, path)
+                if nid in current and (not mems or self._has_memories(nid)):
+                    results.append(self._duplicate(result, nid))
+                    continue  # a note stored without its memories is written again
                 chunks += made
                 memories += mems
                 events.append(([nid, *result.code_blocks, *result.memory_ids], clean))
@@ -282,6 +289,9 @@ class MemoryService:
             raise BadRequest(
                 f"unknown kind {note.kind!r}", hint=f"use one of {', '.join(sorted(NOTE_KINDS))}"
             )
+
+    def _has_memories(self, note_id: str) -> bool:
+        return any(m.status in (ACTIVE, STALE) for m in self.store.memories.of_origin([note_id]))
 
     def _duplicate(
         self, result: RememberResult, note_id: str, earlier: RememberResult | None = None

@@ -17,6 +17,7 @@ import numpy as np
 
 from indexers.read import Refused, read_bytes
 from memserver.config import RecallSettings
+from memserver.core import render
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Embedder, KeywordIndex, Reranker, Snapshot, TokenCounter
 from memserver.core.requests import LIMITS, Filters, check_budget, check_query
@@ -56,6 +57,7 @@ class Recaller:
         self.reranker = reranker
         self.expander = expander
         self.root = root  # the project root, to tell when a returned file changed since
+        self.degraded = ""  # set when recall runs without the model (and why)
         s = settings
         self.conversation = Conversation(s.speaker_boost, s.turn_continuations, s.gate_threshold)
 
@@ -69,7 +71,10 @@ class Recaller:
         filters: Filters | None = None,
         include_memories: bool = True,
         rerank: bool = True,
+        explain: bool = False,
     ) -> RecallResult:
+        """The ranked evidence for `query`; the whole answer fits `budget_tokens` as the
+        agent reads it (`memserver.core.render`, with routes and scores when `explain`)."""
         s = self.settings
         k = min(k or s.k, LIMITS.k_max)
         budget = check_budget(s.budget_tokens if budget_tokens is None else budget_tokens)
@@ -94,17 +99,40 @@ class Recaller:
         evidence = continue_turns(
             evidence, s.turn_continuations, lambda e: self._next_turns(snap, e, masks[0])
         )
-        packed = pack(evidence, budget, max_files or s.max_files, k)
-        packed = replace(packed, evidence=self._mark_changed(snap, packed.evidence))
-        unembedded = snap.unembedded() if self.embedder is not None else 0
         result = RecallResult(
             query=query, found=conf >= s.gate_threshold if evidence else False,
-            confidence=round(conf, 4), tokens=packed.tokens, truncated=packed.truncated,
-            evidence=packed.evidence, unembedded=unembedded,
+            confidence=round(conf, 4), tokens=0, truncated=False, evidence=(),
+            unembedded=snap.unembedded() if self.embedder is not None else 0,
+            degraded=self.degraded,
         )  # fmt: skip
+        result = self._fit(snap, result, evidence, budget, max_files or s.max_files, k, explain)
         result.signals.update(dict(zip(FEATURES, signals.vector(), strict=True)))
         result.signals["ms"] = (time.perf_counter() - started) * 1000
         return result
+
+    def _fit(
+        self, snap: Snapshot, result: RecallResult, ranked: list[Evidence], budget: int,
+        max_files: int, k: int, explain: bool,
+    ) -> RecallResult:  # fmt: skip
+        """Pack the ranked evidence so the whole answer, as the agent reads it (the JSON form
+        and the text form, each counted with the real tokenizer), fits the budget."""
+        count = self.tokens.count if self.tokens is not None else _rough_count
+
+        def cost(e: Evidence) -> int:
+            return count(render.dumps(render.evidence_dict(e, explain))) + 1
+
+        envelope = count(render.dumps(render.recall_dict(result, explain)))
+        packed = pack(ranked, budget, max_files, k, cost=cost, overhead=envelope + 4)
+        evidence = list(self._mark_changed(snap, packed.evidence))
+        truncated = packed.truncated
+        while True:  # the estimate was close; the measure decides
+            shown = replace(result, evidence=tuple(evidence), truncated=truncated)
+            used = max(count(render.dumps(render.recall_dict(shown, explain))),
+                       count(render.recall_text(shown, explain)))  # fmt: skip
+            if used <= budget or not evidence:
+                return replace(shown, tokens=used)
+            evidence.pop()
+            truncated = True
 
     # -- stages --------------------------------------------------------------------
 
@@ -229,6 +257,11 @@ class Recaller:
         if self.embedder is None:  # BM25 only: lexical coverage is all there is
             return signals.coverage
         return confidence(signals, s.gate_weights, s.gate_bias)
+
+
+def _rough_count(text: str) -> int:
+    """Without a tokenizer (tests of single stages): about four characters a token."""
+    return len(text) // 4 + 1
 
 
 def _changed(root: Path, rel: str, size: int, mtime_ns: int, digest: str) -> bool:

@@ -24,7 +24,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memserver.core import requests
@@ -174,18 +174,22 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         kinds: Annotated[list[str] | None, Field(description=schemas.KINDS)] = None,
         include_memories: Annotated[bool, Field(description=schemas.INCLUDE_MEMORIES)] = True,
         scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
-    ) -> schemas.RecallOutput:
+        explain: Annotated[bool, Field(description=schemas.EXPLAIN)] = False,
+    ) -> Annotated[CallToolResult, schemas.RecallOutput]:
         app = ctx.request_context.lifespan_context
         with tool_errors("recall"):
             query = requests.check_query(query)
             budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
             path_globs, langs, kinds_ = _recall_filters(paths, languages, kinds)
-            result = await run_blocking(
+            text, structured = await run_blocking(
                 app, app.backend.recall, query, budget_tokens=budget, paths=path_globs,
                 languages=langs, kinds=kinds_, include_memories=include_memories,
-                scope=requests.check_scope(scope or {}),
+                scope=requests.check_scope(scope or {}), explain=explain,
             )  # fmt: skip
-        return schemas.RecallOutput.model_validate(result)
+        # what the agent reads is the compact text; the same answer as data beside it, each
+        # within the budget
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=structured)  # fmt: skip
 
     @server.tool(title="Remember a note", description=schemas.REMEMBER, annotations=WRITES)
     async def remember(

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memserver.core import render
 from memserver.core.errors import MemserverError
 from memserver.core.requests import Filters, Note, Scope, caller_scope, visible
 
@@ -156,7 +157,9 @@ class Backend:
         kinds: tuple[str, ...] = (),
         include_memories: bool = True,
         scope: Scope = (),
-    ) -> dict[str, Any]:
+        explain: bool = False,
+    ) -> tuple[str, dict[str, Any]]:
+        """(the answer as text, the same as data), each within the budget."""
         scope = self.scope_for(scope)
         engine, recaller, store = self.ready()
         result = recaller.recall(
@@ -164,9 +167,10 @@ class Backend:
             budget_tokens=budget_tokens,
             filters=Filters(paths, languages, kinds, scope),
             include_memories=include_memories,
+            explain=explain,
         )
         self._attribution(engine, recaller, store).note_evidence(result.evidence)  # loaded
-        return dict(result.to_dict())
+        return render.recall_text(result, explain), render.recall_dict(result, explain)
 
     def _attribution(self, engine: Engine, recaller: Recaller, store: IndexStore) -> Attributor:
         """The attributor, sharing the recaller's store and query model (built once)."""

@@ -21,6 +21,8 @@ Each check yields a `Check` (check, ok, detail, fixed), in this order:
                  table lost rows, every file is also passed again to re-make them.
   crash-marker   a DIRTY marker while nobody holds writer.lock: a write died midway.
                  Repair: reconcile, then clear it.
+  notes          notes and turns stored without the memories their text makes. Repair:
+                 taken out of search, so remembering the same text again stores them whole.
   pending        chunks and memories without vectors, files a repair re-queued.
                  Reported only: `memserver index` does that work.
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,10 +103,13 @@ class Doctor:
     def __init__(
         self, index_dir: Path, embedder: str, dim: int, *, lock_timeout: float = 10.0,
         configured: tuple[str, int] | None = None,
+        expects_memories: Callable[[str], bool] | None = None,
     ) -> None:  # fmt: skip
         """`embedder`/`dim`: what this run uses; `configured`: what the settings name, which
-        an existing index overrides (noted when they differ)."""
+        an existing index overrides (noted when they differ); `expects_memories`: whether a
+        note's text makes statements (the memory service's atomiser), for the notes check."""
         self.dir = index_dir
+        self.expects_memories = expects_memories
         self.embedder = embedder
         self.dim = dim
         self.configured = configured
@@ -123,8 +129,11 @@ class Doctor:
         if not repair:
             self._examine(meta, repair=False, busy=busy)
             return self.report
-        with WriterLock(self.dir, self.lock_timeout, purpose="memserver doctor --repair"):
-            self._examine(meta, repair=True, busy=False)
+        try:
+            with WriterLock(self.dir, self.lock_timeout, purpose="memserver doctor --repair"):
+                self._examine(meta, repair=True, busy=False)
+        except StoreError as err:  # a full disk, say: the report still says what happened
+            self._add("repair", False, f"{err.message}; {err.hint}")
         if any(c.fixed for c in self.report.checks):
             statecache.forget(self.dir)  # the no-op shortcut must not skip the next run
         return self.report
@@ -182,7 +191,24 @@ class Doctor:
             self._add("sync", True, "not compared: a writer is running (rerun when it is done)")
         else:
             requeued = self._sync(store, repair, damaged, forced=rebuilt)
+            self._notes(store, repair)
             self._pending(store, meta, requeued, lost=bool(damaged - {EVENTS}))
+
+    def _notes(self, store: IndexStore, repair: bool) -> None:
+        """Notes stored without their statements: out of search until remembered again."""
+        if self.expects_memories is None:
+            return
+        incomplete = store.notes_without_memories(self.expects_memories)
+        if not incomplete:
+            self._add("notes", True, "every note has its memories")
+            return
+        found = f"{len(incomplete)} notes were stored without their memories"
+        if not repair:
+            self._add("notes", False, f"{found}; run `memserver doctor --repair`")
+            return
+        store.close_notes(incomplete)
+        self._add("notes", False, f"{found} → taken out of search; remembering the same "
+                  "text again stores them whole", fixed=True)  # fmt: skip
 
     def _tables(self, repair: bool) -> set[str] | None:
         """Names of the tables repaired (empty when all read); None when checking stops."""

@@ -13,7 +13,7 @@ means a write died midway, and `reconcile` brings the stores back into agreement
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -435,11 +435,40 @@ class IndexStore:
             "keyword documents to drop": len(in_bm25 - want),
             "keyword documents to add": len(want - in_bm25),
             "memory statuses to correct": len(stale) + len(back),
+            "memories of a note that was never stored": len(self._orphans()),
             "memory keyword documents to drop": len(memories_in_bm25 - searchable),
             "memory keyword documents to add": len(searchable - memories_in_bm25),
         }
 
+    def _orphans(self) -> list[str]:
+        """Memories whose origin chunk was never stored: a remember cut short between its
+        memories and its note (the note's chunk is its commit point)."""
+        stored = set(self.chunks.states())
+        return sorted(m for m, (_, origin) in self.memories.states().items()
+                      if origin and origin not in stored)  # fmt: skip
+
+    def notes_without_memories(self, expects: Callable[[str], bool]) -> list[str]:
+        """Current notes and turns without a live memory although `expects(text)` says their
+        text makes statements (a write that lost them); closing them lets the same
+        `remember` write them again."""
+        notes = self.chunks.find("valid_to IS NULL AND (origin = 'note' OR origin = 'turn')")
+        if not notes:
+            return []
+        live = {origin for _, (status, origin) in self.memories.states(
+            [c.id for c in notes]).items() if status in (ACTIVE, STALE)}  # fmt: skip
+        return [c.id for c in notes if c.id not in live and expects(c.text)]
+
+    def close_notes(self, ids: Sequence[str]) -> None:
+        """Take incomplete notes out of search (doctor's repair; a retry completes them)."""
+        with self.writing():
+            self.chunks.set_valid_to(ids, closed=True)
+            self.keyword.delete(ids)
+            self.keyword.commit()
+
     def _reconcile_memories(self) -> int:
+        orphans = self._orphans()
+        if orphans:
+            self.memories.delete(orphans)
         stale, back, searchable = self._memory_plan()
         self.memories.set_status(stale, STALE)
         self.memories.set_status(back, ACTIVE)
@@ -449,7 +478,7 @@ class IndexStore:
             self.keyword.delete(extra)
             self.keyword.add_memories(self.memories.get(missing).values())
             self.keyword.commit()
-        return len(stale) + len(back) + len(extra) + len(missing)
+        return len(orphans) + len(stale) + len(back) + len(extra) + len(missing)
 
     # -- reads beyond one table -----------------------------------------------------------
 
@@ -464,6 +493,12 @@ class IndexStore:
         states = self.chunks.states_of(ids)
         live = [i for i, cur in states.items() if cur]
         return {cid: c for cid, (c, _) in self.chunks.get(live).items()}
+
+    def indexed_chunks(self) -> int:
+        """Current chunks that count: those the manifest lists (a run cut short may have
+        left others, which the next run closes) and every current note, turn and block."""
+        listed = sum(len(r.chunk_ids) for r in self.files.read().values())
+        return listed + self.chunks.count_current() - self.chunks.count_current(origin="file")
 
     def counts(self) -> Mapping[str, int]:
         """Rows per table (for `doctor`'s unique-id check)."""

@@ -125,7 +125,7 @@ def test_a_pinned_scope_cannot_be_changed_by_the_caller(scoped) -> None:
                       pinned_scope=(("user", "bob"),))  # fmt: skip
     with pytest.raises(BadRequest, match="pins user=bob"):
         backend.recall(f"the {WORD} cache", budget_tokens=None, scope=ITEM)
-    found = backend.recall(f"the {WORD} cache", budget_tokens=None)  # omitted: the pin holds
+    _, found = backend.recall(f"the {WORD} cache", budget_tokens=None)  # the pin holds
     assert note.note_id not in {e["id"] for e in found["evidence"]}
     remembered = backend.remember(Note(f"bob's {WORD} note", scope=(("session", "s9"),)))
     store = engine.open_store()

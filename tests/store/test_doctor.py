@@ -65,7 +65,7 @@ def test_a_healthy_index_passes_every_check(repo: Path) -> None:
     assert all(c.ok and not c.fixed for c in report.checks)
     assert [c.check for c in report.checks] == [
         "meta", "writer-lock", "tables", "keyword-index", "tantivy-locks", "unique-ids", "sync",
-        "crash-marker", "pending",
+        "crash-marker", "notes", "pending",
     ]  # fmt: skip
 
 
