@@ -5,7 +5,8 @@ HTTP and SSE bind to 127.0.0.1 unless told otherwise. A non-loopback address nee
 carry `Authorization: Bearer <token>` (401 otherwise, enforced by the SDK's bearer
 middleware, see `app.build_server`). Host and Origin headers are checked against DNS
 rebinding by the SDK's transport security (421 for a foreign Host, 403 for a foreign
-Origin). All logs go to stderr: under stdio, stdout is the protocol channel.
+Origin). Stdio answers lines that are no JSON-RPC message (`stdio`). All logs go to
+stderr: under stdio, stdout is the protocol channel.
 """
 
 from __future__ import annotations
@@ -134,7 +135,9 @@ def serve(server: Any, transport: Transport, host: str = "127.0.0.1", port: int 
           *, log_level: str = "info", extra_hosts: Sequence[str] = ()) -> None:  # fmt: skip
     """Block serving `server` until stdin closes (stdio) or the process is stopped (HTTP)."""
     if transport == "stdio":
-        server.run("stdio")
+        from memserver.server.stdio import run_stdio
+
+        run_stdio(server)
         return
     import uvicorn
 
