@@ -259,7 +259,10 @@ def check_id(value: str, pattern: re.Pattern[str], what: str, example: str) -> s
 def check_scope(scope: Mapping[str, str] | Sequence[tuple[str, str]]) -> Scope:
     pairs = list(scope.items()) if isinstance(scope, Mapping) else list(scope)
     out = []
+    keys = [key for key, _ in pairs]
     for key, value in pairs:
+        if keys.count(key) > 1:
+            raise BadRequest(f"scope key {key!r} is given twice", hint="give each key once")
         if key not in SCOPE_KEYS:
             raise BadRequest(
                 f"unknown scope key {key!r}",

@@ -9,7 +9,6 @@ went wrong and what to do; nothing a caller sends can stop the server.
 from __future__ import annotations
 
 import functools
-import hmac
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -20,7 +19,6 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
@@ -29,9 +27,10 @@ from pydantic import Field
 
 from memserver.core import requests
 from memserver.core.errors import BadRequest, MemserverError
-from memserver.core.requests import CHUNK_ID, MEMORY_ID, Note
+from memserver.core.requests import CHUNK_ID, MEMORY_ID, Note, Scope
 from memserver.server import schemas
 from memserver.server.backend import Backend
+from memserver.server.bearer import BearerTokens, current_token_scope
 
 logger = logging.getLogger("memserver.server")
 
@@ -80,24 +79,13 @@ async def run_blocking(app: AppContext, fn: Callable[..., T], *args: Any, **kwar
     return await anyio.to_thread.run_sync(call, limiter=app.limiter)
 
 
-class StaticTokenVerifier:
-    """Accepts exactly one bearer token (compared in constant time)."""
-
-    def __init__(self, token: str) -> None:
-        self._token = token.encode()
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if hmac.compare_digest(token.encode(), self._token):
-            return AccessToken(token=token, client_id="memserver-bearer", scopes=[])
-        return None
-
-
-def _auth_options(token: str | None) -> dict[str, Any]:
-    if not token:
+def _auth_options(token: str | None, tokens: Mapping[str, Scope] | None) -> dict[str, Any]:
+    table: dict[str, Scope | None] = {**(tokens or {}), **({token: None} if token else {})}
+    if not table:
         return {}
-    # A resource server with one static token: no OAuth routes, no resource metadata.
+    # A resource server with static tokens: no OAuth routes, no resource metadata.
     auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # type: ignore[arg-type]
-    return {"auth": auth, "token_verifier": StaticTokenVerifier(token)}
+    return {"auth": auth, "token_verifier": BearerTokens(table)}
 
 
 def _version() -> str:
@@ -114,12 +102,19 @@ def build_server(
     index_dir: str | Path | None = None,
     *,
     token: str | None = None,
+    tokens: Mapping[str, Scope] | None = None,
+    pinned_scope: Scope | None = None,
     embedder_flag: str | None = None,
     env: Mapping[str, str] | None = None,
     backend: Backend | None = None,
 ) -> MCPServer[AppContext]:
-    """The memserver MCP server for one project root; `token` guards the HTTP transports."""
+    """The memserver MCP server for one project root; `token` (no scope) and `tokens`
+    (token → the scope it pins, read per request by `bearer.current_token_scope()`) guard
+    the HTTP transports. `pinned_scope` (`--scope`) is every caller's scope. A call may
+    narrow the scope it acts in (more keys), never change a pinned key."""
     backend = backend or Backend(root, index_dir, embedder_flag=embedder_flag, env=env)
+    backend.pinned_scope = pinned_scope or ()
+    backend.token_scope = current_token_scope
     limiter = anyio.CapacityLimiter(_parallel_calls(root, env))
 
     @asynccontextmanager
@@ -134,7 +129,7 @@ def build_server(
         instructions=schemas.INSTRUCTIONS,
         version=_version(),
         lifespan=lifespan,
-        **_auth_options(token),
+        **_auth_options(token, tokens),
     )
     _add_tools(server)
     _add_resources(server, backend, limiter)

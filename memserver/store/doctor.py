@@ -182,7 +182,7 @@ class Doctor:
         if rebuilt is None:
             return
         try:
-            store = IndexStore(self.dir, meta)
+            store = IndexStore(self.dir, meta, create=repair)
         except StoreError as err:
             self._add("stores", False, f"{err.message}; {err.hint}")
             return

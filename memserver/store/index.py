@@ -58,18 +58,25 @@ def _now_iso() -> str:
 class IndexStore:
     ann_min_rows = 0  # chunks from which an index run builds a vector index (0: never)
 
-    def __init__(self, index_dir: Path, meta: IndexMeta) -> None:
+    def __init__(self, index_dir: Path, meta: IndexMeta, *, create: bool = False) -> None:
+        """Open the index; `create`: make missing tables (writers only: a reader that finds
+        one missing says so instead of racing a writer to create it)."""
         self.dir = index_dir
         self.meta = meta
         dim = meta.dim
+        schemas = {CHUNKS: chunk_schema(dim), FILES: files_schema(),
+                   MEMORIES: memory_schema(dim), EVENTS: events_schema()}  # fmt: skip
         with lance_errors(f"open the tables in {index_dir / 'lance'}"):
             self._db = ldb.connect(index_dir / "lance")
-            self._tables: dict[str, Table] = {
-                CHUNKS: ldb.open_table(self._db, CHUNKS, chunk_schema(dim)),
-                FILES: ldb.open_table(self._db, FILES, files_schema()),
-                MEMORIES: ldb.open_table(self._db, MEMORIES, memory_schema(dim)),
-                EVENTS: ldb.open_table(self._db, EVENTS, events_schema()),
-            }
+            found = {n: ldb.open_table(self._db, n, sc, create=create) for n, sc in schemas.items()}
+        missing = [n for n, t in found.items() if t is None]
+        if missing:
+            raise IndexMissing(
+                f"the index at {index_dir} is not complete: table {missing[0]!r} is missing",
+                hint="run `memserver index` (if one is running, it is still creating the "
+                "index: wait for it), or `memserver doctor --repair`",
+            )
+        self._tables: dict[str, Table] = {n: t for n, t in found.items() if t is not None}
         self.chunks = ChunkRows(self._tables[CHUNKS], dim)
         self.files = FileManifest(self._tables[FILES])
         self.memories = MemoryRows(self._tables[MEMORIES], dim)
@@ -107,9 +114,12 @@ class IndexStore:
                 schema_version=SCHEMA_VERSION, embedder=embedder, dim=dim, tokenizer=tokenizer,
                 project=project, root=root, created_at=_now_iso(),
             )  # fmt: skip
-            write_meta(index_dir, meta)
+            with WriterLock(index_dir, purpose="create the index"):  # one creator at a time
+                store = cls(index_dir, meta, create=True)
+                write_meta(index_dir, meta)  # last: an index exists once its tables do
+            return store
         check_compatible(meta, embedder, dim)
-        return cls(index_dir, meta)
+        return cls(index_dir, meta, create=True)
 
     def drop_stat_cache(self) -> None:
         """Forget what the last `memserver index` saw, so the next one looks again."""

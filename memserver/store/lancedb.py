@@ -89,8 +89,9 @@ def table_names(db: Db) -> list[str]:
     return list(db.list_tables().tables)
 
 
-def open_table(db: Db, name: str, schema: pa.Schema) -> Table:
-    """The table `name`, created empty when missing; refuses one of another schema."""
+def open_table(db: Db, name: str, schema: pa.Schema, *, create: bool) -> Table | None:
+    """The table `name` (None when missing, unless `create`: then created empty); refuses
+    one of another schema."""
     if name in table_names(db):
         table = db.open_table(name)
         if table.schema != schema:
@@ -99,6 +100,8 @@ def open_table(db: Db, name: str, schema: pa.Schema) -> Table:
                 hint="run `memserver index --rebuild` to rebuild the index",
             )
         return table
+    if not create:
+        return None
     return db.create_table(name, schema=schema, exist_ok=True)
 
 
