@@ -738,4 +738,58 @@ def eval_attribution(dataset: str, corpora: str, work: str | None, embedder: str
     )
 
 
+@eval_.command(name="swebench")
+@click.option(
+    "--dataset", type=click.Path(exists=True, dir_okay=False), required=True,
+    help="SWE-bench-format instances, one JSON object per line.",
+)  # fmt: skip
+@click.option(
+    "--trees", type=click.Path(exists=True, file_okay=False), required=True,
+    help="Source trees: <repo name>-<release>/, <instance_id>/ or <base_commit>/ per instance.",
+)  # fmt: skip
+@click.option(
+    "--work", type=click.Path(file_okay=False), default=None,
+    help="Where the working tree and its index go (default: a temporary folder, removed "
+    "after); a second run with the same folder switches from where the last one stopped.",
+)  # fmt: skip
+@click.option("--embedder", default=None, help="Embedding model for the index (or hashing, none).")
+@click.option("--limit", type=int, default=None, help="Only the first N instances.")
+@click.option(
+    "--releases", multiple=True,
+    help="Only instances of these releases (repeat, or separate with commas).",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
+@handle_errors
+def eval_swebench(dataset: str, trees: str, work: str | None, embedder: str | None,
+                  limit: int | None, releases: tuple[str, ...], as_json: bool,
+                  report_dir: str | None) -> None:  # fmt: skip
+    """Issue localization: file and function Acc@k of recall on whole issue texts, beside
+    whole-file BM25 from the same run, one working tree moved from tree to tree."""
+    import tempfile
+    from pathlib import Path
+
+    from memserver.engine import Engine
+    from memserver.eval.swebench import format_table, run
+
+    def make(root: Path, index_dir: Path) -> Engine:
+        return Engine(root, index_dir, embedder_flag=embedder)
+
+    wanted = [r.strip() for item in releases for r in item.split(",") if r.strip()]
+    with tempfile.TemporaryDirectory(prefix="memserver-swebench-") as tmp:
+        report = run(
+            Path(dataset), Path(trees), Path(work or tmp), make_engine=make, releases=wanted,
+            limit=limit, log=lambda msg: click.echo(msg, err=True),
+        )  # fmt: skip
+    if report_dir:
+        from memserver.eval import figures
+
+        page = figures.swebench(report, figures.load_baselines()["swebench"])
+        _write_report(report_dir, page, report)
+    if as_json:
+        _emit_json(report)
+    else:
+        click.echo(format_table(report))
+
+
 __all__ = ["main"]
