@@ -554,6 +554,42 @@ def bench_options(fn: F) -> F:
     )(fn)  # fmt: skip
 
 
+def report_option(fn: F) -> F:
+    """--report DIR: a folder with index.html, PNG figures and the JSON (needs matplotlib)."""
+    return click.option(
+        "--report", "report_dir", type=click.Path(file_okay=False), default=None,
+        help="Also write DIR/index.html with figures beside the JSON (pip install "
+        "'memserver[reports]').",
+    )(fn)  # fmt: skip
+
+
+def _command_line() -> str:
+    """The running command as a user would type it (for report captions)."""
+    import shlex
+
+    ctx = click.get_current_context()
+    parts = ["memserver", *ctx.command_path.split()[1:]]
+    for p in ctx.command.params:
+        value = ctx.params.get(p.name or "")
+        if not isinstance(p, click.Option) or value in (None, (), p.default):
+            continue
+        if p.is_flag:  # a --x/--no-x pair says which side; a plain flag only when set
+            if value or p.secondary_opts:
+                parts.append(p.opts[0] if value else p.secondary_opts[0])
+        else:
+            parts += [x for v in (value if p.multiple else (value,)) for x in (p.opts[0], str(v))]
+    return shlex.join(parts)
+
+
+def _write_report(report_dir: str, page: Any, data: Any) -> None:
+    from pathlib import Path
+
+    from memserver.eval.report import write_report
+
+    written = write_report(Path(report_dir), page, command=_command_line(), data=data)
+    click.echo(f"report: {written.index} ({len(written.figures)} figures)", err=True)
+
+
 @main.group(name="eval")
 def eval_() -> None:
     """Benchmarks: retrieval quality, abstention and latency on labelled data."""
@@ -573,9 +609,11 @@ def eval_() -> None:
     help="Fit the answerability gate on these queries and print its settings.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
 @handle_errors
 def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None,
-              ablations: bool, calibrate: bool, as_json: bool) -> None:  # fmt: skip
+              ablations: bool, calibrate: bool, as_json: bool,
+              report_dir: str | None) -> None:  # fmt: skip
     """Recall@k, MRR@10, abstention and latency per package and macro-averaged."""
     import tempfile
     from pathlib import Path
@@ -583,8 +621,11 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
     from memserver.engine import Engine
     from memserver.eval.code import ABLATIONS, run
 
+    made: list[Engine] = []
+
     def make(root: Path, index_dir: Path) -> Engine:
-        return Engine(root, index_dir, embedder_flag=embedder)
+        made.append(Engine(root, index_dir, embedder_flag=embedder))
+        return made[-1]
 
     with tempfile.TemporaryDirectory(prefix="memserver-eval-") as tmp:
         report, outcomes = run(
@@ -596,6 +637,16 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
         from memserver.eval.calibrate import calibrate as fit_gate
 
         report["calibration"] = fit_gate(outcomes)
+    if report_dir:
+        from memserver.eval import figures
+
+        gate = report.get("calibration") or {
+            "gate_weights": made[-1].settings.recall.gate_weights,
+            "gate_bias": made[-1].settings.recall.gate_bias,
+        }
+        queries = figures.code_queries(outcomes, gate["gate_weights"], gate["gate_bias"])
+        page = figures.code(report, queries, figures.load_baselines()["code"])
+        _write_report(report_dir, page, {**report, "queries": queries})
     if as_json:
         _emit_json(report)
     else:
@@ -619,9 +670,10 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
     help="Also consolidate each conversation after asking, then ask again.",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
 @handle_errors
 def eval_locomo(dataset: str, work: str | None, embedder: str | None, consolidate: bool,
-                as_json: bool) -> None:  # fmt: skip
+                as_json: bool, report_dir: str | None) -> None:  # fmt: skip
     """Evidence recall (R@k, All@k per category) and abstention on long conversations."""
     import tempfile
     from pathlib import Path
@@ -637,6 +689,11 @@ def eval_locomo(dataset: str, work: str | None, embedder: str | None, consolidat
             Path(dataset), Path(work or tmp), make_engine=make, consolidate=consolidate,
             log=lambda msg: click.echo(msg, err=True),
         )  # fmt: skip
+    if report_dir:
+        from memserver.eval import figures
+
+        page = figures.locomo(report, figures.load_baselines()["locomo"])
+        _write_report(report_dir, page, report)
     if as_json:
         _emit_json(report)
         return
@@ -663,9 +720,10 @@ def eval_locomo(dataset: str, work: str | None, embedder: str | None, consolidat
     help="Keep the built answers here; a later run with it re-fits without re-embedding.",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
 @handle_errors
 def eval_attribution(dataset: str, corpora: str, work: str | None, embedder: str | None,
-                     cases: str | None, as_json: bool) -> None:  # fmt: skip
+                     cases: str | None, as_json: bool, report_dir: str | None) -> None:  # fmt: skip
     """Citation precision/recall of `attribute` on answers built from the code bench."""
     import tempfile
     from pathlib import Path
@@ -680,6 +738,10 @@ def eval_attribution(dataset: str, corpora: str, work: str | None, embedder: str
         report = run(Path(dataset), Path(corpora), Path(work or tmp), make_engine=make,
                      log=lambda msg: click.echo(msg, err=True),
                      cases_file=Path(cases) if cases else None)  # fmt: skip
+    if report_dir:
+        from memserver.eval import figures
+
+        _write_report(report_dir, figures.attribution(report), report)
     if as_json:
         _emit_json(report)
         return
@@ -690,6 +752,60 @@ def eval_attribution(dataset: str, corpora: str, work: str | None, embedder: str
         f"fitted: weights {report['weights']} bias {report['bias']} "
         f"threshold {report['threshold']}"
     )
+
+
+@eval_.command(name="swebench")
+@click.option(
+    "--dataset", type=click.Path(exists=True, dir_okay=False), required=True,
+    help="SWE-bench-format instances, one JSON object per line.",
+)  # fmt: skip
+@click.option(
+    "--trees", type=click.Path(exists=True, file_okay=False), required=True,
+    help="Source trees: <repo name>-<release>/, <instance_id>/ or <base_commit>/ per instance.",
+)  # fmt: skip
+@click.option(
+    "--work", type=click.Path(file_okay=False), default=None,
+    help="Where the working tree and its index go (default: a temporary folder, removed "
+    "after); a second run with the same folder switches from where the last one stopped.",
+)  # fmt: skip
+@click.option("--embedder", default=None, help="Embedding model for the index (or hashing, none).")
+@click.option("--limit", type=int, default=None, help="Only the first N instances.")
+@click.option(
+    "--releases", multiple=True,
+    help="Only instances of these releases (repeat, or separate with commas).",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
+@handle_errors
+def eval_swebench(dataset: str, trees: str, work: str | None, embedder: str | None,
+                  limit: int | None, releases: tuple[str, ...], as_json: bool,
+                  report_dir: str | None) -> None:  # fmt: skip
+    """Issue localization: file and function Acc@k of recall on whole issue texts, beside
+    whole-file BM25 from the same run, one working tree moved from tree to tree."""
+    import tempfile
+    from pathlib import Path
+
+    from memserver.engine import Engine
+    from memserver.eval.swebench import format_table, run
+
+    def make(root: Path, index_dir: Path) -> Engine:
+        return Engine(root, index_dir, embedder_flag=embedder)
+
+    wanted = [r.strip() for item in releases for r in item.split(",") if r.strip()]
+    with tempfile.TemporaryDirectory(prefix="memserver-swebench-") as tmp:
+        report = run(
+            Path(dataset), Path(trees), Path(work or tmp), make_engine=make, releases=wanted,
+            limit=limit, log=lambda msg: click.echo(msg, err=True),
+        )  # fmt: skip
+    if report_dir:
+        from memserver.eval import figures
+
+        page = figures.swebench(report, figures.load_baselines()["swebench"])
+        _write_report(report_dir, page, report)
+    if as_json:
+        _emit_json(report)
+    else:
+        click.echo(format_table(report))
 
 
 __all__ = ["main"]
