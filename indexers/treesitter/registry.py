@@ -1,6 +1,7 @@
 """Which grammar and which query file serve each language; loaded once and cached.
 
-Adding a language is data: a `queries/<name>.scm` file and one line in `_REGISTRY`.
+Adding a language is data: a `queries/<name>.scm` file (chunk definitions), a
+`queries/<name>-tags.scm` file (the code graph's tags) and one line in `_REGISTRY`.
 """
 
 from __future__ import annotations
@@ -69,4 +70,13 @@ def grammar(language: str) -> Grammar:
     return Grammar(language, ts_language, Query(ts_language, query_text(stem)))
 
 
-__all__ = ["LANGUAGES", "Grammar", "grammar", "query_text"]
+@functools.cache
+def tags_query(language: str) -> Any:
+    """The compiled tags query (`<stem>-tags.scm`) of a registered language (cached)."""
+    from tree_sitter import Query
+
+    _grammar_name, stem = _REGISTRY[language]
+    return Query(grammar(language).language, query_text(f"{stem}-tags"))
+
+
+__all__ = ["LANGUAGES", "Grammar", "grammar", "query_text", "tags_query"]

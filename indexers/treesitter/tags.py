@@ -1,0 +1,523 @@
+"""Tags for the code graph: the definitions, references and imports of one file.
+
+The language's `queries/<stem>-tags.scm` says what is what (its capture convention is at
+the top of python-tags.scm); this module only turns captures into `FileTags`: it nests
+definitions (qualified names as the chunker gives them: "Client.send", Go "Store.Add"),
+finds each reference's enclosing definition, drops bare names bound locally in a function
+(parameters, assignments), and reads imports and the declared package.
+
+`extract_tags` never raises: a file that cannot be parsed has empty tags. It takes an
+already-parsed tree so the chunker's parse can be reused (`parse` makes one).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, replace
+from typing import Any
+
+from indexers.treesitter.definitions import end_line
+from indexers.treesitter.registry import LANGUAGES, grammar, tags_query
+from memserver.core.graph import CLASS_KINDS, Definition, FileTags, Import, Reference
+
+Node = Any  # tree_sitter.Node
+Tree = Any  # tree_sitter.Tree
+
+_REFERENCE_KINDS = {
+    "call": "call",
+    "inherit": "inherit",
+    "implementation": "inherit",
+    "class": "type",
+    "type": "type",
+    "import": "import",
+}
+# When several patterns capture one name, the most telling kind wins.
+_REFERENCE_ORDER = {"call": 0, "inherit": 1, "import": 2, "type": 3, "other": 4}
+_CONTAINERS = CLASS_KINDS | {"scope"}  # a function directly inside one of these is a method
+_FUNCTIONS = frozenset({"function", "method"})
+_QUOTES = "\"'`<>"
+_COMMENT_MARKS = ("/**", "/*!", "///", "//!", "//", "/*", "*/", "#", "--[[", "--", ";;", "*", "%")
+_MAX_QUALIFIER = 120
+
+
+def parse(text: str, language: str) -> Tree:
+    """A tree-sitter tree of `text` (encoded as UTF-8) for a registered language."""
+    from tree_sitter import Parser
+
+    return Parser(grammar(language).language).parse(text.encode("utf-8", "replace"))
+
+
+def extract_tags(path: str, text: str, language: str, tree: Tree | None = None) -> FileTags:
+    """The file's tags; empty tags when the language is unknown or anything fails.
+
+    `tree`, when given, must be the parse of `text` encoded as UTF-8 (as `parse` makes it).
+    """
+    if language not in LANGUAGES:
+        return FileTags(path, language)
+    try:
+        if tree is None:
+            tree = parse(text, language)
+        return _Extractor(path, language, tree.root_node, text).run()
+    except Exception:  # the edge: a grammar or query failure must not stop indexing
+        return FileTags(path, language)
+
+
+@dataclass(slots=True)
+class _Def:
+    node: Node
+    kind: str
+    name_node: Node
+    pattern: int
+    receiver: Node | None = None
+    doc: Node | None = None
+    declared: Node | None = None  # its declared type (or constructor) as written
+    declared_from: Node | None = None  # a local whose type it takes (`self.x = x`)
+
+
+@dataclass(slots=True)
+class _Ref:
+    kind: str
+    name_node: Node
+    qualifier: Node | None
+    node: Node
+    typed: Node | None = None  # the receiver's type as the expression says it
+
+
+class _Extractor:
+    def __init__(self, path: str, language: str, root: Node, text: str) -> None:
+        self.path, self.language, self.root = path, language, root
+        self.source: bytes = root.text or b""
+        self.lines = text.split("\n")
+        self.defs: dict[tuple[int, int], _Def] = {}
+        self.refs: dict[tuple[int, int], _Ref] = {}
+        self.imports: list[tuple[Node, Node | None, Node | None, Node | None, bool]] = []
+        # (name, its type, what it iterates over): bindings inside functions
+        self.locals: list[tuple[Node, Node | None, Node | None]] = []
+        self.pending: list[tuple[int, Node]] = []  # (definition index, local it is set from)
+        self.guessed: dict[tuple[int, int], Node] = {}  # name -> a declared type guess
+        self.decorators: dict[tuple[int, int], Node] = {}  # name -> its outermost decorator
+        self.returned: list[Node] = []  # what return statements return
+        self.globals: set[str] = set()
+        self.ignored: set[tuple[int, int]] = set()
+        self.scope_nodes: list[Node] = []  # lambdas, comprehensions: their own local scope
+        self.inner: dict[tuple[int, int], set[str]] = {}  # such a scope -> names bound in it
+        self.regions = _Spans()
+        self.package = ""
+
+    def run(self) -> FileTags:
+        from tree_sitter import QueryCursor
+
+        for pattern, captures in QueryCursor(tags_query(self.language)).matches(self.root):
+            self._take(pattern, captures)
+        definitions, spans = self._definitions()
+        scopes = self._scopes(spans)
+        for index, node in self.pending:  # types that depend on a function's locals
+            chain = spans.chain(node.start_byte)
+            typed = self._substitute(self._type_text(node), node.start_point[0] + 1, chain, scopes)
+            definitions[index] = replace(definitions[index], declared_type=typed)
+        references = self._references(spans, scopes)
+        imports, import_refs = self._imports(definitions, spans)
+        references = sorted([*references, *import_refs], key=lambda r: (r.line, r.column))
+        return FileTags(
+            self.path, self.language, tuple(definitions), tuple(references), imports, self.package
+        )
+
+    # --- collecting captures -------------------------------------------------------------
+
+    def _take(self, pattern: int, captures: dict[str, list[Node]]) -> None:
+        kinds = [k for k in captures if "." in k and k.split(".")[0] in ("definition", "reference")]
+        names = captures.get("name")
+        if "annotated" in captures:
+            kinds = []
+        for key in kinds:
+            group, kind = key.split(".", 1)
+            if not names:
+                continue
+            if group == "definition":
+                self._add_definition(captures[key][0], kind, names[0], pattern, captures)
+            else:
+                qualifier = (captures.get("qualifier") or [None])[0]
+                typed = (captures.get("receiver.type") or [None])[0]
+                self._add_reference(captures[key][0], kind, names[0], qualifier, typed)
+        if "scope" in captures and names:
+            self._add_definition(captures["scope"][0], "scope", names[0], pattern, captures)
+        if "import" in captures or "import.module" in captures:
+            first = lambda k: (captures.get(k) or [None])[0]  # noqa: E731
+            statement = first("import") or first("import.module")
+            self.imports.append(
+                (statement, first("import.module"), first("import.name"), first("import.alias"),
+                 "import.star" in captures)
+            )  # fmt: skip
+        local_type = (captures.get("local.type") or [None])[0]
+        iterable = (captures.get("local.iterable") or [None])[0]
+        for node in captures.get("local.definition", ()):
+            self.locals.append((node, local_type, iterable))
+        self.returned.extend(captures.get("returned", ()))
+        for node in captures.get("annotated", ())[:1]:
+            key = (node.start_byte, node.end_byte)
+            for guess in captures.get("declared.type", ())[:1]:
+                self.guessed.setdefault(key, guess)
+            for decorator in captures.get("decorator", ())[:1]:
+                held = self.decorators.get(key)
+                if held is None or decorator.start_byte < held.start_byte:
+                    self.decorators[key] = decorator
+        self.globals.update(self._text(n) for n in captures.get("local.global", ()))
+        self.ignored.update((n.start_byte, n.end_byte) for n in captures.get("ignore", ()))
+        self.scope_nodes.extend(captures.get("local.scope", ()))
+        if "package" in captures and not self.package:
+            self.package = _clean(self._text(captures["package"][0]))
+
+    def _add_definition(
+        self, node: Node, kind: str, name: Node, pattern: int, captures: dict[str, list[Node]]
+    ) -> None:
+        key = (name.start_byte, name.end_byte)
+        held = self.defs.get(key)
+        width = node.end_byte - node.start_byte
+        if held is not None:
+            held_width = held.node.end_byte - held.node.start_byte
+            if (held_width, -held.pattern) >= (width, -pattern):
+                return
+        first = lambda k: (captures.get(k) or [None])[0]  # noqa: E731
+        self.defs[key] = _Def(
+            node, kind, name, pattern, first("receiver"), first("doc"),
+            first("declared.type"), first("declared.from"),
+        )  # fmt: skip
+
+    def _add_reference(
+        self, node: Node, kind: str, name: Node, qualifier: Node | None, typed: Node | None
+    ) -> None:
+        kind = _REFERENCE_KINDS.get(kind, "other")
+        key = (name.start_byte, name.end_byte)
+        held = self.refs.get(key)
+        if held is not None:
+            typed = typed or held.typed
+            order, held_order = _REFERENCE_ORDER[kind], _REFERENCE_ORDER[held.kind]
+            same = order == held_order and (held.qualifier is not None or qualifier is None)
+            if held_order < order or same:
+                held.typed = typed
+                return
+            qualifier = qualifier or held.qualifier
+        self.refs[key] = _Ref(kind, name, qualifier, node, typed)
+
+    # --- definitions -----------------------------------------------------------------------
+
+    def _definitions(self) -> tuple[list[Definition], _Spans]:
+        self._guess_returns()
+        entries = sorted(
+            self.defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte, d.pattern)
+        )
+        stack: list[tuple[int, str, str]] = []  # (end byte, qualified, kind) of open containers
+        out: list[Definition] = []
+        fields: set[str] = set()
+        spans = _Spans()
+        for entry in entries:
+            while stack and stack[-1][0] < entry.node.end_byte:
+                stack.pop()
+            written = _clean(self._text(entry.name_node))
+            if entry.receiver is not None:
+                written = f"{_clean(self._text(entry.receiver))}.{written}"
+            kind = entry.kind
+            outer = stack[-1] if stack else (0, "", "")
+            if kind == "field":  # `self.x = …` in a method belongs to the class
+                outer = next((s for s in reversed(stack) if s[2] in _CONTAINERS), (0, "", ""))
+                if not outer[1]:
+                    continue
+            qualified = f"{outer[1]}.{written}" if outer[1] else written
+            if kind == "function" and outer[2] in _CONTAINERS:
+                kind = "method"
+            if kind == "field":
+                if qualified in fields:
+                    continue  # set again elsewhere: the first assignment declares it
+                fields.add(qualified)
+            else:
+                stack.append((entry.node.end_byte, qualified, kind))
+            if kind == "scope":
+                spans.add(entry.node.start_byte, entry.node.end_byte, None)
+                continue
+            definition = Definition(
+                path=self.path,
+                language=self.language,
+                name=written.rsplit(".", 1)[-1],
+                qualified=qualified,
+                kind=kind,
+                signature=self._signature(entry.node, entry.name_node),
+                start_line=entry.node.start_point[0] + 1,
+                end_line=max(entry.node.start_point[0] + 1, end_line(entry.node)),
+                parent=qualified.rpartition(".")[0],
+                doc=self._doc(entry),
+                name_line=entry.name_node.start_point[0] + 1,
+                declared_type=self._declared(entry),
+            )
+            guess = self.guessed.get((entry.name_node.start_byte, entry.name_node.end_byte))
+            later = entry.declared_from if entry.declared is None else None
+            if not definition.declared_type and (later or guess) is not None:
+                self.pending.append((len(out), later or guess))
+            out.append(definition)
+            if kind != "field":
+                spans.add(entry.node.start_byte, entry.node.end_byte, definition)
+        return out, spans
+
+    def _guess_returns(self) -> None:
+        """Each function's last `return` (a callee or a local) guesses its return type."""
+        functions = _Spans()
+        for d in sorted(self.defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte)):
+            functions.add(d.node.start_byte, d.node.end_byte, d if d.kind == "function" else None)
+        for node in sorted(self.returned, key=lambda n: n.start_byte):
+            chain = functions.chain(node.start_byte)
+            if chain:
+                name = chain[0].name_node
+                self.guessed[(name.start_byte, name.end_byte)] = node  # later ones win
+
+    def _declared(self, entry: _Def) -> str:
+        """A decorated function's value is its decorator's result ("@click.group()"); else
+        the declared type; guesses (a returned constructor or local) come later."""
+        key = (entry.name_node.start_byte, entry.name_node.end_byte)
+        decorator = self.decorators.get(key)
+        if decorator is not None:
+            return "@" + self._type_text(decorator)
+        return self._type_text(entry.declared)  # guesses are finished with the locals
+
+    def _signature(self, node: Node, name: Node) -> str:
+        first, last = node.start_point[0], name.start_point[0]
+        rows = [self.lines[r].strip() for r in range(first, min(last, first + 8) + 1)]
+        while len(rows) > 1 and rows[0].startswith(("@", "#[", "[")):
+            rows.pop(0)  # decorators, attributes and annotations above the name
+        return " ".join(" ".join(rows).split())[:200]
+
+    def _doc(self, entry: _Def) -> str:
+        if entry.doc is not None:
+            return _first_line(self._text(entry.doc).strip(_QUOTES + "\"'"))
+        return self._comment_above(entry.node)
+
+    def _comment_above(self, node: Node) -> str:
+        """The first line of the comment block directly above a definition (or its wrapper)."""
+        row = node.start_point[0]
+        while node.parent is not None and node.parent.start_point[0] == row:
+            if node.prev_named_sibling is not None:
+                break
+            node = node.parent  # export_statement, decorated_definition, type_declaration…
+        block: list[Node] = []
+        sibling = node.prev_named_sibling
+        while sibling is not None and "comment" in sibling.type:
+            if end_line(sibling) < (block[-1] if block else node).start_point[0]:
+                break  # a blank line between
+            block.append(sibling)
+            sibling = sibling.prev_named_sibling
+        if not block:
+            return ""
+        return _first_line(self._text(block[-1]))
+
+    # --- references ------------------------------------------------------------------------
+
+    def _references(
+        self, spans: _Spans, scopes: dict[str, dict[str, list[tuple[int, str]]]]
+    ) -> list[Reference]:
+        named = {(d.name_node.start_byte, d.name_node.end_byte) for d in self.defs.values()}
+        out: list[Reference] = []
+        for key, ref in self.refs.items():
+            if key in named or key in self.ignored:
+                continue
+            name = _clean(self._text(ref.name_node)).rsplit(".", 1)[-1]
+            if not name:
+                continue
+            qualifier = ""
+            if ref.qualifier is not None:
+                qualifier = " ".join(self._text(ref.qualifier).split())[:_MAX_QUALIFIER]
+            chain = spans.chain(ref.name_node.start_byte)
+            if (
+                not qualifier
+                and ref.kind != "inherit"
+                and (
+                    self._is_local(name, chain, scopes)
+                    or any(name in self.inner.get(r, ()) for r in self.regions.chain(key[0]))
+                )
+            ):
+                continue
+            line, column = self._position(ref.name_node)
+            enclosing = chain[0].qualified if chain else ""
+            typed = self._substitute(self._type_text(ref.typed), line, chain, scopes)
+            if qualifier and not typed:
+                typed = self._head_type(qualifier, line, chain, scopes)
+            out.append(
+                Reference(self.path, name, ref.kind, line, column, enclosing, qualifier, typed)
+            )
+        return out
+
+    def _scopes(self, spans: _Spans) -> dict[str, dict[str, list[tuple[int, str]]]]:
+        """Per function (qualified): its local names, each with (line, type text) bindings."""
+        scopes: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        for scope in sorted(self.scope_nodes, key=lambda n: (n.start_byte, -n.end_byte)):
+            self.regions.add(scope.start_byte, scope.end_byte, (scope.start_byte, scope.end_byte))
+        for node, type_node, iterable in self.locals:
+            region = self.regions.chain(node.start_byte)
+            if region:  # a lambda's parameter, a comprehension's variable
+                self.inner.setdefault(region[0], set()).add(self._text(node))
+                continue
+            for definition in spans.chain(node.start_byte):
+                if definition.kind in _FUNCTIONS:
+                    bindings = scopes.setdefault(definition.qualified, {})
+                    typed = self._type_text(type_node)
+                    if iterable is not None:
+                        typed = f"iter({self._type_text(iterable)})"
+                    bindings.setdefault(self._text(node), []).append(
+                        (node.start_point[0] + 1, typed)
+                    )
+                    break
+        return scopes
+
+    def _head_type(
+        self,
+        qualifier: str,
+        line: int,
+        chain: list[Definition],
+        scopes: dict[str, dict[str, list[tuple[int, str]]]],
+    ) -> str:
+        """The declared type of the qualifier's first name, if it is a typed local (the
+        latest binding at or before the line)."""
+        head = qualifier.split(".", 1)[0]
+        if not head.isidentifier():
+            return ""
+        return self._substitute(self._local_type(head, line, chain, scopes), line, chain, scopes)
+
+    def _local_type(
+        self, name: str, line: int, chain: list[Definition], scopes: dict[str, Any]
+    ) -> str:
+        for definition in chain:
+            bindings = scopes.get(definition.qualified, {}).get(name)
+            if bindings:
+                before = [t for at, t in bindings if at <= line and t]
+                return before[-1] if before else ""
+        return ""
+
+    def _substitute(
+        self, text: str, line: int, chain: list[Definition], scopes: dict[str, Any], depth: int = 3
+    ) -> str:
+        """A type expression whose head is a typed local, rewritten around the local's type:
+        `formatter = ctx.make_formatter()` with `ctx: Context` gives "(Context).make_formatter";
+        a bare local gives its own type."""
+        if text.startswith("iter(") and text.endswith(")"):
+            return f"iter({self._substitute(text[5:-1], line, chain, scopes, depth)})"
+        head = text.split(".", 1)[0].split("(", 1)[0]
+        if depth <= 0 or not head.isidentifier():
+            return text
+        typed = self._local_type(head, line, chain, scopes)
+        if not typed or typed == text:
+            return text
+        typed = self._substitute(typed, line, chain, scopes, depth - 1)
+        rest = text[len(head) :]
+        if not rest:
+            return typed
+        return f"({typed}){rest}" if rest.startswith(".") else text
+
+    def _is_local(
+        self, name: str, chain: list[Definition], scopes: dict[str, dict[str, Any]]
+    ) -> bool:
+        if name in self.globals:
+            return False
+        return any(d.kind in _FUNCTIONS and name in scopes.get(d.qualified, ()) for d in chain)
+
+    def _type_text(self, node: Node | None) -> str:
+        if node is None:
+            return ""
+        return " ".join(self._text(node).split())[:_MAX_QUALIFIER]
+
+    # --- imports ---------------------------------------------------------------------------
+
+    def _imports(
+        self, definitions: list[Definition], spans: _Spans
+    ) -> tuple[tuple[Import, ...], list[Reference]]:
+        seen: set[tuple[str, str, str, int]] = set()
+        imports: list[Import] = []
+        refs: list[Reference] = []
+        for statement, module, name, alias, star in self.imports:
+            module_text = _module_text(self._text(module)) if module is not None else ""
+            name_text = _clean(self._text(name)) if name is not None else ""
+            alias_text = self._text(alias).strip() if alias is not None else ""
+            line = statement.start_point[0] + 1
+            if name is not None:
+                line = name.start_point[0] + 1
+            key = (module_text, name_text, alias_text, line)
+            if key in seen or not (module_text or name_text):
+                continue
+            seen.add(key)
+            chain = spans.chain(statement.start_byte)
+            enclosing = chain[0].qualified if chain else ""
+            imports.append(
+                Import(self.path, module_text, name_text, alias_text, line, star, enclosing)
+            )
+            if name is not None and name_text and not star:
+                ref_line, column = self._position(name)
+                refs.append(
+                    Reference(
+                        self.path, name_text.rsplit(".", 1)[-1], "import", ref_line, column,
+                        enclosing, module_text,
+                    )
+                )  # fmt: skip
+        return tuple(sorted(imports, key=lambda i: i.line)), refs
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _text(self, node: Node) -> str:
+        return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def _position(self, node: Node) -> tuple[int, int]:
+        """1-based line and 0-based character column of a node's start."""
+        row, byte_column = node.start_point
+        line_start = node.start_byte - byte_column
+        head = self.source[line_start : node.start_byte]
+        column = byte_column if head.isascii() else len(head.decode("utf-8", "replace"))
+        return row + 1, column
+
+
+class _Spans:
+    """Definitions (or other payloads) by byte span, for "which of them enclose this byte"
+    (innermost first).
+
+    Items come in start order and nest (they are syntax nodes), so each knows its parent and
+    a lookup is one bisection plus a climb."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._items: list[tuple[int, int, Any, int]] = []
+
+    def add(self, start: int, end: int, definition: Any) -> None:
+        parent = len(self._items) - 1
+        while parent >= 0 and not self._items[parent][1] >= end:
+            parent = self._items[parent][3]
+        self._starts.append(start)
+        self._items.append((start, end, definition, parent))
+
+    def chain(self, byte: int) -> list[Any]:
+        index = bisect.bisect_right(self._starts, byte) - 1
+        out: list[Any] = []
+        while index >= 0:
+            start, end, definition, parent = self._items[index]
+            if start <= byte < end and definition is not None:
+                out.append(definition)
+            index = parent
+        return out
+
+
+def _clean(text: str) -> str:
+    text = " ".join(text.split()).replace("::", ".").replace("\\", ".").strip(".")
+    return text.strip(_QUOTES)[:200]
+
+
+def _module_text(text: str) -> str:
+    return " ".join(text.split()).strip(_QUOTES)[:300]
+
+
+def _first_line(text: str) -> str:
+    for raw in text.split("\n"):
+        line = raw.strip()
+        for mark in _COMMENT_MARKS:
+            if line.startswith(mark):
+                line = line[len(mark) :].strip()
+                break
+        line = line.removesuffix("*/").strip()
+        if line:
+            return line[:200]
+    return ""
+
+
+__all__ = ["extract_tags", "parse"]
