@@ -28,6 +28,9 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "bash": ("bash", "bash"),
 }
 
+# language -> tags query stem, where it differs from the chunk query's (TSX has JSX)
+_TAGS: dict[str, str] = {"tsx": "tsx"}
+
 LANGUAGES: frozenset[str] = frozenset(_REGISTRY)
 
 
@@ -75,7 +78,7 @@ def tags_query(language: str) -> Any:
     """The compiled tags query (`<stem>-tags.scm`) of a registered language (cached)."""
     from tree_sitter import Query
 
-    _grammar_name, stem = _REGISTRY[language]
+    stem = _TAGS.get(language, _REGISTRY[language][1])
     return Query(grammar(language).language, query_text(f"{stem}-tags"))
 
 

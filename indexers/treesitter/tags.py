@@ -100,7 +100,7 @@ class _Extractor:
         self.globals: set[str] = set()
         self.ignored: set[tuple[int, int]] = set()
         self.scope_nodes: list[Node] = []  # lambdas, comprehensions: their own local scope
-        self.inner: dict[tuple[int, int], set[str]] = {}  # such a scope -> names bound in it
+        self.inner: dict[tuple[int, int], dict[str, str]] = {}  # such a scope -> name -> type
         self.regions = _Spans()
         self.package = ""
 
@@ -301,6 +301,9 @@ class _Extractor:
         while sibling is not None and "comment" in sibling.type:
             if end_line(sibling) < (block[-1] if block else node).start_point[0]:
                 break  # a blank line between
+            row, column = sibling.start_point
+            if self.lines[row][:column].strip():
+                break  # a trailing comment of the line above, not a doc comment
             block.append(sibling)
             sibling = sibling.prev_named_sibling
         if not block:
@@ -329,7 +332,7 @@ class _Extractor:
                 and ref.kind != "inherit"
                 and (
                     self._is_local(name, chain, scopes)
-                    or any(name in self.inner.get(r, ()) for r in self.regions.chain(key[0]))
+                    or any(name in self.inner.get(r, {}) for r in self.regions.chain(key[0]))
                 )
             ):
                 continue
@@ -337,7 +340,11 @@ class _Extractor:
             enclosing = chain[0].qualified if chain else ""
             typed = self._substitute(self._type_text(ref.typed), line, chain, scopes)
             if qualifier and not typed:
-                typed = self._head_type(qualifier, line, chain, scopes)
+                head = qualifier.split(".", 1)[0]
+                inner = self._region_type(head, key[0])
+                typed = self._head_type(qualifier, line, chain, scopes) if inner is None else ""
+                if inner:
+                    typed = self._substitute(inner, line, chain, scopes)
             out.append(
                 Reference(self.path, name, ref.kind, line, column, enclosing, qualifier, typed)
             )
@@ -351,7 +358,11 @@ class _Extractor:
         for node, type_node, iterable in self.locals:
             region = self.regions.chain(node.start_byte)
             if region:  # a lambda's parameter, a comprehension's variable
-                self.inner.setdefault(region[0], set()).add(self._text(node))
+                typed = self._type_text(type_node)
+                if iterable is not None:
+                    typed = f"iter({self._type_text(iterable)})"
+                bound = self.inner.setdefault(region[0], {})
+                bound[self._text(node)] = typed or bound.get(self._text(node), "")
                 continue
             for definition in spans.chain(node.start_byte):
                 if definition.kind in _FUNCTIONS:
@@ -378,6 +389,15 @@ class _Extractor:
         if not head.isidentifier():
             return ""
         return self._substitute(self._local_type(head, line, chain, scopes), line, chain, scopes)
+
+    def _region_type(self, name: str, byte: int) -> str | None:
+        """The type of a name bound in a lambda or comprehension around `byte` (None when
+        no such scope binds it)."""
+        for region in self.regions.chain(byte):
+            bound = self.inner.get(region, {})
+            if name in bound:
+                return bound[name]
+        return None
 
     def _local_type(
         self, name: str, line: int, chain: list[Definition], scopes: dict[str, Any]

@@ -48,6 +48,7 @@ class Rules:
     separator: str = "."  # how module keys join (files named by dotted or slashed paths)
     extensions: tuple[str, ...] = ()  # tried after an import specifier without one
     index_files: tuple[str, ...] = ()  # a folder imported as a module means this file
+    export_prefixes: tuple[str, ...] = ()  # `exports.parse = …` exports "parse" (CommonJS)
 
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
@@ -55,7 +56,8 @@ RULES: dict[str, Rules] = {
     "python": Rules(frozenset({"self", "cls"}), frozenset({"super()", "super"}),
                     extensions=(".py", ".pyi"), index_files=("__init__",)),
     "ecmascript": Rules(frozenset({"this"}), frozenset({"super"}), separator="/",
-                        extensions=_JS_EXTENSIONS, index_files=("index",)),
+                        extensions=_JS_EXTENSIONS, index_files=("index",),
+                        export_prefixes=("exports", "module.exports")),
     "go": Rules(package_scope=True, separator="/"),
     "rust": Rules(frozenset({"self", "Self"}), extensions=(".rs",), index_files=("mod", "lib")),
     "jvm": Rules(frozenset({"this"}), frozenset({"super"}), implicit_self=True,

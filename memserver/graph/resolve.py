@@ -526,6 +526,9 @@ class _Resolver:
         for path, prefix in targets:
             here = self.table.defined_in(path, f"{prefix}.{first}" if prefix else first)
             if not here and not prefix:
+                for exported in rules(language).export_prefixes:
+                    here = here or self.table.defined_in(path, f"{exported}.{first}")
+            if not here and not prefix:
                 here = self._reexported(path, first, depth + 1)
             if not here and rest:
                 sub = self._submodule(path, first)

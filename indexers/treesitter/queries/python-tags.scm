@@ -185,6 +185,7 @@
   left: (identifier) @local.definition
   right: (call function: [(identifier) (attribute)] @local.type))
 (for_statement left: (identifier) @local.definition right: (_) @local.iterable)
+(for_in_clause left: (identifier) @local.definition right: (_) @local.iterable)
 (with_item
   value: (as_pattern
     (call function: [(identifier) (attribute)] @local.type)

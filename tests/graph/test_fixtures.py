@@ -1,0 +1,124 @@
+"""Fixture repositories per language family: exact definitions, and resolved references
+scored against the `@ref` annotations in their source (see graphkit.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.graph.graphkit import Score, load, score
+
+PRECISION_FLOOR = 0.95
+RECALL_FLOOR = 0.9
+
+# path:qualified:kind of every definition the tags give, per fixture repository
+DEFINITIONS: dict[str, set[str]] = {
+    "python": {
+        "app.py:checkout:function",
+        "app.py:main.report:function",
+        "app.py:main:function",
+        "shop/__init__.py:__all__:variable",
+        "shop/base.py:Base.save:method",
+        "shop/base.py:Base.validate:method",
+        "shop/base.py:Base:class",
+        "shop/models.py:Item.label:method",
+        "shop/models.py:Item.price:field",
+        "shop/models.py:Item.sku:field",
+        "shop/models.py:Item:class",
+        "shop/models.py:Order.__init__:method",
+        "shop/models.py:Order.add:method",
+        "shop/models.py:Order.items:field",
+        "shop/models.py:Order.labels:method",
+        "shop/models.py:Order.validate:method",
+        "shop/models.py:Order:class",
+        "shop/pricing.py:RATE:constant",
+        "shop/pricing.py:normalize:function",
+        "shop/pricing.py:total:function",
+        "util/text.py:normalize:function",
+    },
+    "typescript": {
+        "src/models/entity.ts:Entity.constructor:method",
+        "src/models/entity.ts:Entity.describe:method",
+        "src/models/entity.ts:Entity.id:field",
+        "src/models/entity.ts:Entity.save:method",
+        "src/models/entity.ts:Entity.validate:method",
+        "src/models/entity.ts:Entity:class",
+        "src/models/entity.ts:normalize:function",
+        "src/models/user.ts:Named.displayName:method",
+        "src/models/user.ts:Named:interface",
+        "src/models/user.ts:User.constructor:method",
+        "src/models/user.ts:User.displayName:method",
+        "src/models/user.ts:User.name:field",
+        "src/models/user.ts:User.validate:method",
+        "src/models/user.ts:User:class",
+        "src/repo.ts:Repo.add:method",
+        "src/repo.ts:Repo.find:method",
+        "src/repo.ts:Repo.items:field",
+        "src/repo.ts:Repo:class",
+        "src/service.ts:UserService.constructor:method",
+        "src/service.ts:UserService.label:method",
+        "src/service.ts:UserService.register:method",
+        "src/service.ts:UserService.repo:field",
+        "src/service.ts:UserService:class",
+        "src/util/normalize.ts:SEPARATOR:variable",
+        "src/util/normalize.ts:normalize:function",
+    },
+    "javascript": {
+        "components/Widget.jsx:Button:function",
+        "components/Widget.jsx:Widget:function",
+        "index.js:app:variable",
+        "lib/handlers.js:exports.list:function",
+        "lib/handlers.js:exports.old:function",
+        "lib/legacy/query.js:exports.parseQuery:function",
+        "lib/router.js:Router.add:method",
+        "lib/router.js:Router.constructor:method",
+        "lib/router.js:Router.dispatch:method",
+        "lib/router.js:Router.match:method",
+        "lib/router.js:Router.routes:field",
+        "lib/router.js:Router:class",
+        "lib/router.js:parseQuery:function",
+    },
+}
+FAMILIES = sorted(DEFINITIONS)
+
+
+def report(scores: dict[str, Score]) -> str:
+    """A per-language precision/recall table (printed by the tests; -s shows it)."""
+    rows = [f"{'language':<12}{'tp':>5}{'fp':>5}{'fn':>5}{'precision':>11}{'recall':>8}"]
+    for family, s in sorted(scores.items()):
+        rows.append(
+            f"{family:<12}{s.true_pos:>5}{s.false_pos:>5}{s.false_neg:>5}"
+            f"{s.precision:>11.3f}{s.recall:>8.3f}"
+        )
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_definitions_are_exactly_the_expected_ones(family: str) -> None:
+    repo = load(family)
+    found, expected = repo.definitions(), DEFINITIONS[family]
+    assert found == expected, (
+        f"missing {sorted(expected - found)}, extra {sorted(found - expected)}"
+    )
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_references_resolve_as_annotated(family: str) -> None:
+    repo = load(family)
+    assert repo.expected, "the fixture has no @ref annotations"
+    result = score(repo)
+    print(report({family: result}))
+    assert result.precision >= PRECISION_FLOOR, "\n".join(result.wrong)
+    assert result.recall >= RECALL_FLOOR, "\n".join(result.wrong)
+
+
+def test_per_language_table() -> None:
+    scores = {family: score(load(family)) for family in FAMILIES}
+    table = report(scores)
+    print(table)
+    total = Score(
+        sum(s.true_pos for s in scores.values()),
+        sum(s.false_pos for s in scores.values()),
+        sum(s.false_neg for s in scores.values()),
+        (),
+    )
+    assert total.precision >= PRECISION_FLOOR and total.recall >= RECALL_FLOOR, table
