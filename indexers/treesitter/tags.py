@@ -99,6 +99,7 @@ class _Extractor:
         self.returned: list[Node] = []  # what return statements return
         self.globals: set[str] = set()
         self.ignored: set[tuple[int, int]] = set()
+        self.ignored_inside: list[Node] = []  # no reference inside these (use declarations)
         self.scope_nodes: list[Node] = []  # lambdas, comprehensions: their own local scope
         self.inner: dict[tuple[int, int], dict[str, str]] = {}  # such a scope -> name -> type
         self.regions = _Spans()
@@ -163,6 +164,7 @@ class _Extractor:
                     self.decorators[key] = decorator
         self.globals.update(self._text(n) for n in captures.get("local.global", ()))
         self.ignored.update((n.start_byte, n.end_byte) for n in captures.get("ignore", ()))
+        self.ignored_inside.extend(captures.get("ignore.inside", ()))
         self.scope_nodes.extend(captures.get("local.scope", ()))
         if "package" in captures and not self.package:
             self.package = _clean(self._text(captures["package"][0]))
@@ -231,8 +233,9 @@ class _Extractor:
                 fields.add(qualified)
             else:
                 stack.append((entry.node.end_byte, qualified, kind))
-            if kind == "scope":
-                spans.add(entry.node.start_byte, entry.node.end_byte, None)
+            if kind == "scope":  # qualifies and encloses, but is not itself a definition
+                scope = Definition(self.path, self.language, written, qualified, "scope", "", 0, 0)
+                spans.add(entry.node.start_byte, entry.node.end_byte, scope)
                 continue
             definition = Definition(
                 path=self.path,
@@ -315,10 +318,17 @@ class _Extractor:
     def _references(
         self, spans: _Spans, scopes: dict[str, dict[str, list[tuple[int, str]]]]
     ) -> list[Reference]:
-        named = {(d.name_node.start_byte, d.name_node.end_byte) for d in self.defs.values()}
+        named = {
+            (d.name_node.start_byte, d.name_node.end_byte)
+            for d in self.defs.values()
+            if d.kind != "scope"  # `impl Shape for Circle` uses Circle
+        }
+        blocked = _Spans()
+        for node in sorted(self.ignored_inside, key=lambda n: (n.start_byte, -n.end_byte)):
+            blocked.add(node.start_byte, node.end_byte, True)
         out: list[Reference] = []
         for key, ref in self.refs.items():
-            if key in named or key in self.ignored:
+            if key in named or key in self.ignored or blocked.chain(key[0]):
                 continue
             name = _clean(self._text(ref.name_node)).rsplit(".", 1)[-1]
             if not name:

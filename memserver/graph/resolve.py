@@ -55,6 +55,7 @@ _INHERITED = 0.03  # taken off per base-class level
 _MAX_DEPTH = 6
 _CLOSED_SCOPE = frozenset({"python", "ecmascript", "go", "rust", "jvm", "csharp", "zig", "elixir"})
 _LITERAL = re.compile(r"""^(?:["'`\[{(]|\d|[rbfu]+["'])""")
+_RUST_EXTERNAL = frozenset({"std", "core", "alloc"})
 _GO_RECEIVER = re.compile(r"^func\s*\(\s*(\w+)")
 _QUALIFIER_SEPARATORS = ("::", "?.", "->", "\\")
 
@@ -206,6 +207,12 @@ class _Resolver:
             return self._shift(found, QUALIFIED, path)
         if known:
             return []
+        if family(tags.language) == "rust":  # `shapes::area` names a module of this crate
+            for root in ("self", "crate"):
+                targets = self._rust_module("::".join([root, *segments]), tags)
+                found_defs = self._members(targets, [ref.name], tags.language, 0)
+                if found_defs:
+                    return self._ranked(found_defs, IMPORTED, path)
         dotted = ".".join([*segments, ref.name])
         found_defs = self.table.by_qualified.get(dotted, []) or self.table.by_tail.get(dotted, [])
         if found_defs:
@@ -654,6 +661,7 @@ class _Resolver:
     def _rust_module(self, module: str, tags: FileTags) -> list[Target]:
         segments = [s for s in module.replace("::", ".").split(".") if s]
         here = rust_module_of(tags.path)
+        external = bool(segments) and segments[0] not in ("crate", "self", "super")
         if segments and segments[0] == "crate":
             segments = segments[1:]
         elif segments and segments[0] in ("self", "super"):
@@ -665,8 +673,10 @@ class _Resolver:
         for cut in range(len(segments), -1, -1):
             key = ".".join(segments[:cut]) if cut else "crate"
             paths = self.table.module_paths(tags.language, key)
-            if paths:
+            if paths and (cut or not external):
                 return [(p, ".".join(segments[cut:])) for p in paths]
+        if external and segments[0] not in _RUST_EXTERNAL:  # `geo::x` from the crate's binary
+            return self._rust_module("::".join(["crate", *segments[1:]]), tags)
         return []
 
     # --- scope helpers -------------------------------------------------------------------------
@@ -775,8 +785,14 @@ def _closing(text: str) -> int:
 
 
 def _element_type(text: str) -> str:
-    """`list[Parameter]` / `t.Iterator[Option]` / `tuple[Arg, ...]` -> the element type."""
-    match = _CONTAINERS.match(text.strip().strip("\"'"))
+    """`list[Parameter]` / `t.Iterator[Option]` / `tuple[Arg, ...]` / Go `[]*Item`,
+    `map[string]*Item` -> the element type."""
+    text = text.strip()
+    if text.startswith("[]"):
+        return text[2:]
+    if text.startswith("map[") and "]" in text:
+        return text.split("]", 1)[1]
+    match = _CONTAINERS.match(text.strip("\"'"))
     if match is None:
         return ""
     return _split_arguments(match.group(1))[0] if match.group(1) else ""
