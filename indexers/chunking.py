@@ -21,7 +21,7 @@ from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
 
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
 # Bump when a change to the chunkers changes their output: indexes re-chunk every file.
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 # Minified code: definitions cannot be cut at line granularity, so skip the parse.
 _MINIFIED_BYTES = 64_000
 _MINIFIED_LINE = 1_000

@@ -26,6 +26,12 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "ruby": ("ruby", "ruby"),
     "php": ("php", "php"),
     "bash": ("bash", "bash"),
+    "kotlin": ("kotlin", "kotlin"),
+    "swift": ("swift", "swift"),
+    "scala": ("scala", "scala"),
+    "lua": ("lua", "lua"),
+    "zig": ("zig", "zig"),
+    "elixir": ("elixir", "elixir"),
 }
 
 # language -> tags query stem, where it differs from the chunk query's (TSX has JSX)

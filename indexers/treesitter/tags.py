@@ -93,6 +93,7 @@ class _Extractor:
         self.imports: list[tuple[Node, Node | None, Node | None, Node | None, bool]] = []
         # (name, its type, what it iterates over): bindings inside functions
         self.locals: list[tuple[Node, Node | None, Node | None]] = []
+        self.constructor_params: list[Node] = []  # names local to a class's own body
         self.pending: list[tuple[int, Node]] = []  # (definition index, local it is set from)
         self.guessed: dict[tuple[int, int], Node] = {}  # name -> a declared type guess
         self.decorators: dict[tuple[int, int], Node] = {}  # name -> its outermost decorator
@@ -112,6 +113,7 @@ class _Extractor:
             self._take(pattern, captures)
         definitions, spans = self._definitions()
         scopes = self._scopes(spans)
+        self._class_scopes(spans)
         for index, node in self.pending:  # types that depend on a function's locals
             chain = spans.chain(node.start_byte)
             typed = self._substitute(self._type_text(node), node.start_point[0] + 1, chain, scopes)
@@ -153,6 +155,7 @@ class _Extractor:
         iterable = (captures.get("local.iterable") or [None])[0]
         for node in captures.get("local.definition", ()):
             self.locals.append((node, local_type, iterable))
+        self.constructor_params.extend(captures.get("local.constructor", ()))
         self.returned.extend(captures.get("returned", ()))
         for node in captures.get("annotated", ())[:1]:
             key = (node.start_byte, node.end_byte)
@@ -330,10 +333,11 @@ class _Extractor:
         for key, ref in self.refs.items():
             if key in named or key in self.ignored or blocked.chain(key[0]):
                 continue
-            name = _clean(self._text(ref.name_node)).rsplit(".", 1)[-1]
+            written = _clean(self._text(ref.name_node))
+            prefix, _, name = written.rpartition(".")
             if not name:
                 continue
-            qualifier = ""
+            qualifier = prefix  # a qualified name node: Shop.Item, geometry::Circle
             if ref.qualifier is not None:
                 qualifier = " ".join(self._text(ref.qualifier).split())[:_MAX_QUALIFIER]
             chain = spans.chain(ref.name_node.start_byte)
@@ -359,6 +363,13 @@ class _Extractor:
                 Reference(self.path, name, ref.kind, line, column, enclosing, qualifier, typed)
             )
         return out
+
+    def _class_scopes(self, spans: _Spans) -> None:
+        self._class_locals: dict[str, set[str]] = {}
+        for node in self.constructor_params:
+            owner = next((d for d in spans.chain(node.start_byte) if d.kind in CLASS_KINDS), None)
+            if owner is not None:
+                self._class_locals.setdefault(owner.qualified, set()).add(self._text(node))
 
     def _scopes(self, spans: _Spans) -> dict[str, dict[str, list[tuple[int, str]]]]:
         """Per function (qualified): its local names, each with (line, type text) bindings."""
@@ -444,6 +455,12 @@ class _Extractor:
     ) -> bool:
         if name in self.globals:
             return False
+        if (
+            chain
+            and chain[0].kind in CLASS_KINDS
+            and name in self._class_locals.get(chain[0].qualified, ())
+        ):
+            return True  # a constructor parameter used in the class header or an initializer
         return any(d.kind in _FUNCTIONS and name in scopes.get(d.qualified, ()) for d in chain)
 
     def _type_text(self, node: Node | None) -> str:
@@ -459,9 +476,19 @@ class _Extractor:
         seen: set[tuple[str, str, str, int]] = set()
         imports: list[Import] = []
         refs: list[Reference] = []
+        starred = {statement.id for statement, _m, _n, _a, star in self.imports if star}
+        aliased = {
+            (statement.id, name.start_byte)
+            for statement, _m, name, alias, _s in self.imports
+            if alias is not None and name is not None
+        }
         for statement, module, name, alias, star in self.imports:
-            module_text = _module_text(self._text(module)) if module is not None else ""
+            if not star and statement.id in starred:
+                continue  # `import a.b.*` also matches the pattern for `import a.b.C`
+            if alias is None and name is not None and (statement.id, name.start_byte) in aliased:
+                continue  # …and `import a.b.C as D` the one for `import a.b.C`
             name_text = _clean(self._text(name)) if name is not None else ""
+            module_text = _module_text(self._text(module), name_text) if module is not None else ""
             alias_text = self._text(alias).strip() if alias is not None else ""
             line = statement.start_point[0] + 1
             if name is not None:
@@ -533,8 +560,32 @@ def _clean(text: str) -> str:
     return text.strip(_QUOTES)[:200]
 
 
-def _module_text(text: str) -> str:
-    return " ".join(text.split()).strip(_QUOTES)[:300]
+_IMPORT_WORDS = ("import static ", "import ", "using static ", "using ", "use ", "require ")
+
+
+def _module_text(text: str, name: str = "") -> str:
+    """An import's module as written, from whatever node the query captured: the words
+    `import`/`use`, a trailing `.{A, B}` selector, `._` / `.*`, and the imported name
+    itself are cut off (`import a.b.{C, D}` and `import a.b.C` both give "a.b")."""
+    text = " ".join(text.split())
+    if text[:1] in _QUOTES:  # a path as written ("./util/normalize"): nothing to cut
+        return text.strip(_QUOTES)[:300]
+    text = text.rstrip(";").strip()
+    for word in _IMPORT_WORDS:
+        if text.startswith(word):
+            text = text[len(word) :].strip()
+            break
+    if text.endswith("}") and "{" in text:
+        text = text[: text.index("{")]
+    for tail in ("._", ".*", "::*"):
+        text = text.removesuffix(tail)
+    if text.endswith((".", "::")) and text.strip("."):  # `a.b.{C}` left "a.b."; keep ".."
+        text = text.rstrip(".:")
+    for separator in (".", "::", "\\", "/"):
+        if name and text.endswith(separator + name.replace(".", separator)):
+            text = text[: -len(separator + name)]
+            break
+    return text.strip(_QUOTES)[:300]
 
 
 def _first_line(text: str) -> str:

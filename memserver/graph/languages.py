@@ -49,6 +49,7 @@ class Rules:
     extensions: tuple[str, ...] = ()  # tried after an import specifier without one
     index_files: tuple[str, ...] = ()  # a folder imported as a module means this file
     export_prefixes: tuple[str, ...] = ()  # `exports.parse = …` exports "parse" (CommonJS)
+    loose_members: bool = False  # a module's `M.f` / `String.f` is importable as `f`
 
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
@@ -61,7 +62,7 @@ RULES: dict[str, Rules] = {
     "go": Rules(package_scope=True, separator="/"),
     "rust": Rules(frozenset({"self", "Self"}), extensions=(".rs",), index_files=("mod", "lib")),
     "jvm": Rules(frozenset({"this"}), frozenset({"super"}), implicit_self=True,
-                 package_scope=True),
+                 package_scope=True, loose_members=True),
     "csharp": Rules(frozenset({"this"}), frozenset({"base"}), implicit_self=True,
                     package_scope=True),
     "c": Rules(frozenset({"this"}), implicit_self=True, global_scope=True, separator="/"),
@@ -71,7 +72,7 @@ RULES: dict[str, Rules] = {
                  package_scope=True, separator="/", extensions=(".php",)),
     "bash": Rules(global_scope=True, separator="/", extensions=(".sh", ".bash")),
     "lua": Rules(frozenset({"self"}), global_scope=True, extensions=(".lua",),
-                 index_files=("init",)),
+                 index_files=("init",), loose_members=True),
     "zig": Rules(frozenset({"self", "Self", "@This()"}), separator="/", extensions=(".zig",)),
     "elixir": Rules(frozenset({"__MODULE__"}), implicit_self=True),
     "swift": Rules(frozenset({"self", "Self"}), frozenset({"super"}), implicit_self=True,

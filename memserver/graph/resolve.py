@@ -117,7 +117,11 @@ class _Resolver:
         if r.implicit_self and depth < _MAX_DEPTH:
             owner = self._enclosing_class(ref, tags)
             if owner is not None:
-                members = self._member_of(owner, name, depth + 1)
+                members = [  # a class's constructor is named after it: the name means the class
+                    (d, s)
+                    for d, s in self._member_of(owner, name, depth + 1)
+                    if not _is_constructor(d)
+                ]
                 if members:
                     return self._shift(members, MEMBER, path)
         found = self.table.defined_in(path, name)
@@ -149,6 +153,8 @@ class _Resolver:
                 found = self.table.defined_in(tags.path, f"{prefix}.{name}")
                 if python and in_class:  # a class body runs top to bottom
                     found = [d for d in found if d.start_line < ref.line]
+                if in_class:  # a constructor is named after its class: the name means the class
+                    found = [d for d in found if not _is_constructor(d)]
                 if found:
                     return found
             innermost = False
@@ -174,6 +180,10 @@ class _Resolver:
                     return self._shift(found, TYPED, path)
                 if known:
                     return []
+            elif not rest:
+                extension = self._extension(ref.receiver_type, ref, tags)
+                if extension:
+                    return self._ranked(extension, TYPED, path)
         if segments[0] in r.self_names or self._is_go_receiver(segments[0], ref, tags):
             owner = self._enclosing_class(ref, tags)
             if owner is not None:
@@ -376,6 +386,21 @@ class _Resolver:
         found = self._qualified(probe, tags) if qualifier else self._bare(last, probe, tags, 1)
         return [(d, s) for d, s in found if s >= MIN_CONFIDENCE]
 
+    def _extension(self, text: str, ref: Reference, tags: FileTags) -> list[Definition]:
+        """`"x".shout()` with `fun String.shout()`: a function declared on a type that is
+        not in the project (the receiver's type, or the declared type of what it calls)."""
+        written = _main_type(text)
+        names = [written.rpartition(".")[2]] if written else []
+        for found, _score in self._type_named(written, ref, tags) if written else []:
+            declared = _main_type(found.declared_type)
+            if declared:
+                names.append(declared.rpartition(".")[2])
+        by_qualified = self.table.by_qualified
+        return [
+            d for type_name in names for d in by_qualified.get(f"{type_name}.{ref.name}", [])
+            if d.kind == "function"
+        ]  # fmt: skip
+
     def _unknown_receiver(self, name: str, tags: FileTags) -> list[Candidate]:
         found = [d for d in self.table.by_name.get(name, []) if _is_member(d, self.table)]
         if not found:
@@ -415,8 +440,13 @@ class _Resolver:
     def _member_of(self, owner: Definition, name: str, depth: int) -> list[Candidate]:
         """`owner.name`: defined in the class (nearest file first), else in its bases."""
         direct = self.table.by_qualified.get(f"{owner.qualified}.{name}", [])
-        if direct:
-            return [(d, 1.0 - 0.001 * _distance(owner.path, d.path)) for d in direct]
+        if direct:  # the class's own file, else its folder (Go), else anywhere (Rust impls)
+            nearest = min(_distance(owner.path, d.path) for d in direct)
+            return [
+                (d, 1.0 - 0.001 * nearest)
+                for d in direct
+                if _distance(owner.path, d.path) == nearest
+            ]
         if depth >= _MAX_DEPTH:
             return []
         out: list[Candidate] = []
@@ -537,6 +567,8 @@ class _Resolver:
                     here = here or self.table.defined_in(path, f"{exported}.{first}")
             if not here and not prefix:
                 here = self._reexported(path, first, depth + 1)
+            if not here and not prefix and rules(language).loose_members:
+                here = [d for d in self.table.named_in(path, first) if d.kind == "function"]
             if not here and rest:
                 sub = self._submodule(path, first)
                 if sub:
@@ -611,6 +643,10 @@ class _Resolver:
         if fam == "lua":
             spec = spec.replace(".", "/")
             return self._by_keys(spec.replace("/", "."), tags) or self._namespace(module, tags)
+        if fam in ("jvm", "csharp", "php"):  # packages and namespaces, not files, are imported
+            found = self._packages(module.replace("\\", "."), tags)
+            if found:
+                return found
         found = self._by_keys(spec, tags)
         if found:
             return self._with_sources(found, fam)
@@ -845,6 +881,10 @@ def _is_member(definition: Definition, table: SymbolTable) -> bool:
         return False
     parents = table.defined_in(definition.path, definition.parent)
     return not parents or parents[0].kind not in ("function", "method")
+
+
+def _is_constructor(definition: Definition) -> bool:
+    return definition.kind == "method" and definition.name == definition.parent.rpartition(".")[2]
 
 
 def _top_level(definition: Definition, table: SymbolTable) -> bool:

@@ -509,7 +509,8 @@ def test_public_surface() -> None:
         "ERROR_SHARE_LIMIT", "LANGUAGES", "MAX_DEPTH", "code_pieces", "grammar",
     }  # fmt: skip
     languages = {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
-                 "csharp", "ruby", "php", "bash"}  # fmt: skip
+                 "csharp", "ruby", "php", "bash", "kotlin", "swift", "scala", "lua", "zig",
+                 "elixir"}  # fmt: skip
     assert sorted(indexers.chunking.CODE_LANGUAGES) == sorted(languages)
 
 

@@ -22,6 +22,8 @@
 ;                        is the type guess of a function without a declared return type.
 ;   @local.iterable      (with @local.definition) what a loop variable iterates over.
 ;   @local.scope         a node with its own local scope (a lambda, a comprehension).
+;   @local.constructor   a constructor parameter (Kotlin, Scala): local to the class's own
+;                        header and initializers, not to its methods.
 ;   @local.definition    a name bound locally (parameter, assignment target) inside a
 ;                        function: bare references to it there are not references to a
 ;                        definition; @local.type is its declared or constructed type.
