@@ -100,6 +100,7 @@ class _Extractor:
         self.returned: list[Node] = []  # what return statements return
         self.globals: set[str] = set()
         self.ignored: set[tuple[int, int]] = set()
+        self.qualifier_before: dict[tuple[int, int], Node] = {}  # name -> expression
         self.ignored_inside: list[Node] = []  # no reference inside these (use declarations)
         self.scope_nodes: list[Node] = []  # lambdas, comprehensions: their own local scope
         self.inner: dict[tuple[int, int], dict[str, str]] = {}  # such a scope -> name -> type
@@ -141,6 +142,9 @@ class _Extractor:
             else:
                 qualifier = (captures.get("qualifier") or [None])[0]
                 typed = (captures.get("receiver.type") or [None])[0]
+                before = (captures.get("qualifier.before") or [None])[0]
+                if before is not None:  # the expression's text before the name
+                    self.qualifier_before[(names[0].start_byte, names[0].end_byte)] = before
                 self._add_reference(captures[key][0], kind, names[0], qualifier, typed)
         if "scope" in captures and names:
             self._add_definition(captures["scope"][0], "scope", names[0], pattern, captures)
@@ -340,6 +344,11 @@ class _Extractor:
             qualifier = prefix  # a qualified name node: Shop.Item, geometry::Circle
             if ref.qualifier is not None:
                 qualifier = " ".join(self._text(ref.qualifier).split())[:_MAX_QUALIFIER]
+            before = self.qualifier_before.get(key)
+            if before is not None:
+                head = self.source[before.start_byte : ref.name_node.start_byte]
+                qualifier = " ".join(head.decode("utf-8", "replace").split()).rstrip(".:->")
+                qualifier = qualifier[:_MAX_QUALIFIER]
             chain = spans.chain(ref.name_node.start_byte)
             if (
                 not qualifier
@@ -482,7 +491,32 @@ class _Extractor:
             for statement, _m, name, alias, _s in self.imports
             if alias is not None and name is not None
         }
+        # `import a.b.C` captured segment by segment: the last one is the name; with
+        # selectors (`import a.b.{C, D}`) the path segments name nothing
+        last_segment: dict[int, int] = {}
+        selected: set[int] = set()
+        segmented = {
+            statement.id for statement, module, _n, _a, _s in self.imports
+            if module is not None and module.id == statement.id
+        }  # fmt: skip
+        for statement, _m, name, _a, _s in self.imports:
+            if name is None or statement.id not in segmented:
+                continue
+            if name.parent is not None and name.parent.id == statement.id:
+                last_segment[statement.id] = max(
+                    last_segment.get(statement.id, -1), name.start_byte
+                )
+            else:
+                selected.add(statement.id)
         for statement, module, name, alias, star in self.imports:
+            if (
+                name is not None
+                and statement.id in segmented
+                and name.parent is not None
+                and name.parent.id == statement.id
+                and (statement.id in selected or name.start_byte != last_segment[statement.id])
+            ):
+                continue
             if not star and statement.id in starred:
                 continue  # `import a.b.*` also matches the pattern for `import a.b.C`
             if alias is None and name is not None and (statement.id, name.start_byte) in aliased:
@@ -502,6 +536,8 @@ class _Extractor:
             imports.append(
                 Import(self.path, module_text, name_text, alias_text, line, star, enclosing)
             )
+            if name is None and module is not None and not star:
+                refs += self._module_reference(module, module_text, enclosing)
             if name is not None and name_text and not star:
                 ref_line, column = self._position(name)
                 refs.append(
@@ -511,6 +547,20 @@ class _Extractor:
                     )
                 )  # fmt: skip
         return tuple(sorted(imports, key=lambda i: i.line)), refs
+
+    def _module_reference(self, module: Node, text: str, enclosing: str) -> list[Reference]:
+        """An import of a whole module is a reference to it (a definition in Elixir, C#,
+        Ruby…; in Python or Go nothing resolves it)."""
+        cleaned = _clean(text).replace("/", ".")
+        qualifier, _, name = cleaned.rpartition(".")
+        written = self._text(module)
+        offset = written.rfind(name) if name else -1
+        if not name.isidentifier() or offset < 0:
+            return []
+        line, column = self._position(module)
+        if "\n" not in written[:offset]:
+            column += len(written[:offset])
+        return [Reference(self.path, name, "import", line, column, enclosing, qualifier)]
 
     # --- helpers -----------------------------------------------------------------------------
 

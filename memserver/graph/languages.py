@@ -76,7 +76,7 @@ RULES: dict[str, Rules] = {
     "zig": Rules(frozenset({"self", "Self", "@This()"}), separator="/", extensions=(".zig",)),
     "elixir": Rules(frozenset({"__MODULE__"}), implicit_self=True),
     "swift": Rules(frozenset({"self", "Self"}), frozenset({"super"}), implicit_self=True,
-                   global_scope=True),
+                   package_scope=True, global_scope=True),
 }  # fmt: skip
 _DEFAULT = Rules()
 

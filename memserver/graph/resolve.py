@@ -89,7 +89,10 @@ class _Resolver:
         return self._bare(ref.name, ref, tags, 0)
 
     def _import_reference(self, ref: Reference, tags: FileTags) -> list[Candidate]:
-        imports = [i for i in tags.imports if i.line == ref.line and _last(i.name) == ref.name]
+        imports = [
+            i for i in tags.imports
+            if i.line == ref.line and _last(i.name or _normal(i.module)) == ref.name
+        ]  # fmt: skip
         found: list[Definition] = []
         for imp in imports or [Import(tags.path, ref.qualifier, ref.name, line=ref.line)]:
             found += self._imported(imp, tags, [], 0)
@@ -545,7 +548,14 @@ class _Resolver:
             return []
         targets = self._module_targets(imp.module, tags)
         if imp.star or not imp.name:
-            return self._members(targets, rest, tags.language, depth) if rest else []
+            if rest:
+                return self._members(targets, rest, tags.language, depth)
+            if imp.star:
+                return []
+            # the module itself, when a definition is it (Elixir `alias Shop.Item`, C# `using`)
+            return [
+                d for path, prefix in targets if prefix for d in self.table.defined_in(path, prefix)
+            ]
         names = imp.name.split(".")
         found = self._members(targets, [*names, *rest], tags.language, depth)
         if found or family(tags.language) != "python":
@@ -629,7 +639,7 @@ class _Resolver:
                 names = [f"{base}.py", f"{base}.pyi", f"{base}/__init__.py", f"{base}/__init__.pyi"]
                 return [(p, "") for p in names if p in files]
             return self._by_keys(module, tags) or self._namespace(module, tags)
-        if fam == "go":
+        if fam in ("go", "swift"):  # a Go package, a Swift module: a folder of files
             return self._go_package(module)
         if fam == "rust":
             return self._rust_module(module, tags)

@@ -7,7 +7,8 @@
 ;                        extension), named by @name; not a definition itself.
 ;   @reference.<kind>    a use: call, inherit (or class / implementation), type, other;
 ;                        @name is the identifier, @qualifier the receiver/module expression,
-;                        @receiver.type the receiver's type when the expression says it.
+;                        @receiver.type the receiver's type when the expression says it;
+;                        @qualifier.before: the qualifier is this node's text before @name.
 ;   @import              an import statement; @import.module (as written), @import.name,
 ;                        @import.alias, @import.star (a wildcard).
 ;   @package             the package/namespace the file declares.

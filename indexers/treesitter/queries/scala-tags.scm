@@ -51,7 +51,8 @@
 
 ; --- imports ------------------------------------------------------------------------------------
 
-(import_declaration path: (identifier) @import.name .) @import.module
+; the last path segment names the import (the extractor keeps only the last one)
+(import_declaration (identifier) @import.name) @import.module
 (import_declaration (namespace_wildcard) @import.star) @import.module
 (import_declaration
   (namespace_selectors

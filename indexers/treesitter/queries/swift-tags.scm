@@ -23,6 +23,10 @@
 (source_file
   (property_declaration
     name: (pattern bound_identifier: (simple_identifier) @name)
+    value: (call_expression (simple_identifier) @declared.type)) @definition.variable)
+(source_file
+  (property_declaration
+    name: (pattern bound_identifier: (simple_identifier) @name)
     (type_annotation (_) @declared.type)?) @definition.variable)
 (enum_entry name: (simple_identifier) @name) @definition.constant
 
@@ -49,13 +53,19 @@
 ((simple_identifier) @name @reference.other)
 
 (import_declaration) @ignore.inside
+(assignment
+  target: (directly_assignable_expression
+    (navigation_expression
+      target: (self_expression)
+      suffix: (navigation_suffix suffix: (simple_identifier) @ignore))))
 (value_argument_label (simple_identifier) @ignore)
 (parameter external_name: (simple_identifier) @ignore)
 (type_parameter (type_identifier) @ignore)
 
 ; --- imports ------------------------------------------------------------------------------------
 
-(import_declaration (identifier) @import.module) @import
+; a Swift import brings every public name of the module (a folder of the project, or not)
+(import_declaration (identifier) @import.module) @import.star
 
 ; --- locals ---------------------------------------------------------------------------------------
 

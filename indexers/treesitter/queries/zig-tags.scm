@@ -24,15 +24,9 @@
 ; --- references -------------------------------------------------------------------------------
 
 (SuffixExpr variable_type_function: (IDENTIFIER) @name . (FnCallArguments)) @reference.call
-(SuffixExpr
-  variable_type_function: (IDENTIFIER) @qualifier
-  .
-  (FieldOrFnCall function_call: (IDENTIFIER) @name)) @reference.call
-(SuffixExpr
-  variable_type_function: (IDENTIFIER) @qualifier
-  .
-  (FieldOrFnCall field_access: (IDENTIFIER) @name)) @reference.other
-(FieldOrFnCall function_call: (IDENTIFIER) @name) @reference.call
+; a.b.c(): the qualifier is the expression's text before the name (@qualifier.before)
+(SuffixExpr (FieldOrFnCall function_call: (IDENTIFIER) @name)) @reference.call @qualifier.before
+(SuffixExpr (FieldOrFnCall field_access: (IDENTIFIER) @name)) @reference.other @qualifier.before
 ((IDENTIFIER) @name @reference.other)
 
 (FieldInit field_member: (IDENTIFIER) @ignore)
