@@ -57,9 +57,25 @@ def extract_tags(path: str, text: str, language: str, tree: Tree | None = None) 
     try:
         if tree is None:
             tree = parse(text, language)
+        if language == "c" and tree.root_node.has_error:  # a `.h` header is often C++
+            retry = parse(text, "cpp")
+            if _errors(retry.root_node) < _errors(tree.root_node):
+                tree, language = retry, "cpp"
         return _Extractor(path, language, tree.root_node, text).run()
     except Exception:  # the edge: a grammar or query failure must not stop indexing
         return FileTags(path, language)
+
+
+def _errors(root: Node) -> int:
+    """How many ERROR and MISSING nodes a tree has (only where the parser flagged errors)."""
+    count, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            count += 1
+        elif node.has_error:
+            stack.extend(node.children)
+    return count
 
 
 @dataclass(slots=True)
@@ -72,6 +88,7 @@ class _Def:
     doc: Node | None = None
     declared: Node | None = None  # its declared type (or constructor) as written
     declared_from: Node | None = None  # a local whose type it takes (`self.x = x`)
+    declaration: bool = False  # no body (@declaration)
 
 
 @dataclass(slots=True)
@@ -189,7 +206,7 @@ class _Extractor:
         first = lambda k: (captures.get(k) or [None])[0]  # noqa: E731
         self.defs[key] = _Def(
             node, kind, name, pattern, first("receiver"), first("doc"),
-            first("declared.type"), first("declared.from"),
+            first("declared.type"), first("declared.from"), "declaration" in captures,
         )  # fmt: skip
 
     def _add_reference(
@@ -257,6 +274,7 @@ class _Extractor:
                 doc=self._doc(entry),
                 name_line=entry.name_node.start_point[0] + 1,
                 declared_type=self._declared(entry),
+                declaration=entry.declaration,
             )
             guess = self.guessed.get((entry.name_node.start_byte, entry.name_node.end_byte))
             later = entry.declared_from if entry.declared is None else None

@@ -49,6 +49,8 @@ class Definition:
     name_line: int = 0  # the line holding the name (differs from start_line for C, Java…)
     declared_type: str = ""  # as written: a function's return type, a field's or variable's
     # type (or the class its value is constructed from), or ""
+    declaration: bool = False  # declared without a body: a prototype, an abstract or
+    # interface method (ranked below a definition of the same name)
 
 
 @dataclass(frozen=True, slots=True)

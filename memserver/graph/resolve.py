@@ -387,7 +387,9 @@ class _Resolver:
         qualifier, _, last = name.rpartition(".")
         probe = Reference(tags.path, last, "type", ref.line, 0, ref.enclosing, qualifier)
         found = self._qualified(probe, tags) if qualifier else self._bare(last, probe, tags, 1)
-        return [(d, s) for d, s in found if s >= MIN_CONFIDENCE]
+        found = [(d, s) for d, s in found if s >= MIN_CONFIDENCE]
+        # a type found with confidence is the type: chains of types do not decay
+        return [(d, s / found[0][1]) for d, s in found] if found else []
 
     def _extension(self, text: str, ref: Reference, tags: FileTags) -> list[Definition]:
         """`"x".shout()` with `fun String.shout()`: a function declared on a type that is
@@ -443,6 +445,8 @@ class _Resolver:
     def _member_of(self, owner: Definition, name: str, depth: int) -> list[Candidate]:
         """`owner.name`: defined in the class (nearest file first), else in its bases."""
         direct = self.table.by_qualified.get(f"{owner.qualified}.{name}", [])
+        bodies = [d for d in direct if not d.declaration]
+        direct = bodies or direct  # C++: Circle::area's definition, not its declaration
         if direct:  # the class's own file, else its folder (Go), else anywhere (Rust impls)
             nearest = min(_distance(owner.path, d.path) for d in direct)
             return [
@@ -761,13 +765,13 @@ class _Resolver:
     ) -> list[Candidate]:
         """One tier's candidates; nearer files first (by at most 0.01 per step when spread)."""
         step = 0.01 if spread else 0.001
-        out = {d: score - step * _distance(path, d.path) - _stub(d.path) for d in found}
+        out = {d: score - step * _distance(path, d.path) - _stub(d) for d in found}
         return sorted(out.items(), key=lambda item: (-item[1], item[0].path, item[0].start_line))
 
     def _shift(self, found: list[Candidate], score: float, path: str) -> list[Candidate]:
         out: dict[Definition, float] = {}
         for d, s in found:
-            value = score * s - 0.001 * _distance(path, d.path) - _stub(d.path)
+            value = score * s - 0.001 * _distance(path, d.path) - _stub(d)
             out[d] = max(out.get(d, 0.0), value)
         return sorted(out.items(), key=lambda item: (-item[1], item[0].path, item[0].start_line))
 
@@ -801,6 +805,8 @@ def _main_type(text: str) -> str:
     if len(parts) != 1:
         return ""
     text = parts[0]
+    for keyword in ("struct ", "union ", "enum ", "class ", "typename "):
+        text = text.removeprefix(keyword)
     for wrapper in _WRAPPERS:
         text = text.removeprefix(wrapper).removesuffix(wrapper.strip())
     for bracket in ("[", "<", "("):
@@ -904,9 +910,11 @@ def _top_level(definition: Definition, table: SymbolTable) -> bool:
     return bool(parents) and parents[0].kind == "module"
 
 
-def _stub(path: str) -> float:
-    """Declaration files (.pyi, .d.ts) rank just below the implementation they describe."""
-    return 0.0005 if path.endswith((".pyi", ".d.ts")) else 0.0
+def _stub(definition: Definition) -> float:
+    """Declarations (.pyi, .d.ts files, prototypes) rank just below what they declare."""
+    if definition.declaration or definition.path.endswith((".pyi", ".d.ts")):
+        return 0.0005
+    return 0.0
 
 
 def _distance(a: str, b: str) -> int:

@@ -21,7 +21,8 @@
 (type_spec name: (type_identifier) @name) @definition.type
 (type_alias name: (type_identifier) @name) @definition.type
 (field_declaration name: (field_identifier) @name type: (_) @declared.type) @definition.field
-(method_elem name: (field_identifier) @name result: (_)? @declared.type) @definition.method
+(method_elem name: (field_identifier) @name result: (_)? @declared.type)
+  @definition.method @declaration
 
 (source_file (const_declaration (const_spec name: (identifier) @name) @definition.constant))
 (source_file (var_declaration (var_spec name: (identifier) @name type: (_)? @declared.type) @definition.variable))

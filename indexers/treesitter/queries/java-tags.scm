@@ -8,6 +8,8 @@
 (enum_declaration name: (identifier) @name) @definition.enum
 (record_declaration name: (identifier) @name) @definition.class
 (annotation_type_declaration name: (identifier) @name) @definition.interface
+(method_declaration type: (_) @declared.type name: (identifier) @name !body)
+  @definition.method @declaration
 (method_declaration type: (_) @declared.type name: (identifier) @name) @definition.method
 (constructor_declaration name: (identifier) @name) @definition.method
 (field_declaration

@@ -3,6 +3,8 @@
 ;                        module, constant, type, macro); a function inside a class-like
 ;                        definition becomes a method. @name names it (required), @receiver
 ;                        qualifies it (Go "Store.Add"), @doc is its docstring.
+;   @declaration         (on a definition's node) it has no body: a prototype, an
+;                        abstract or interface method.
 ;   @scope               a container that only qualifies what it holds (Rust impl, Swift
 ;                        extension), named by @name; not a definition itself.
 ;   @reference.<kind>    a use: call, inherit (or class / implementation), type, other;

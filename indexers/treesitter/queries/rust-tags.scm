@@ -7,7 +7,7 @@
   return_type: (_)? @declared.type) @definition.function
 (function_signature_item
   name: (identifier) @name
-  return_type: (_)? @declared.type) @definition.function
+  return_type: (_)? @declared.type) @definition.function @declaration
 (struct_item name: (type_identifier) @name) @definition.struct
 (union_item name: (type_identifier) @name) @definition.struct
 (enum_item name: (type_identifier) @name) @definition.enum

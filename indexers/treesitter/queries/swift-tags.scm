@@ -9,7 +9,7 @@
 (function_declaration
   name: (simple_identifier) @name
   [(user_type) (optional_type)]? @declared.type) @definition.function
-(protocol_function_declaration name: (simple_identifier) @name) @definition.function
+(protocol_function_declaration name: (simple_identifier) @name) @definition.function @declaration
 (init_declaration "init" @name) @definition.method
 (deinit_declaration "deinit" @name) @definition.method
 (class_body

@@ -7,11 +7,11 @@
 (enum_declaration name: (identifier) @name) @definition.enum
 (type_alias_declaration name: (type_identifier) @name) @definition.type
 (internal_module name: [(identifier) (nested_identifier)] @name) @definition.module
-(function_signature name: (identifier) @name) @definition.function
+(function_signature name: (identifier) @name) @definition.function @declaration
 (method_signature name: [(property_identifier) (private_property_identifier)] @name)
-  @definition.method
+  @definition.method @declaration
 (abstract_method_signature
-  name: [(property_identifier) (private_property_identifier)] @name) @definition.method
+  name: [(property_identifier) (private_property_identifier)] @name) @definition.method @declaration
 (public_field_definition
   name: [(property_identifier) (private_property_identifier)] @name
   value: [(arrow_function) (function_expression)]) @definition.method
