@@ -13,6 +13,7 @@ already-parsed tree so the chunker's parse can be reused (`parse` makes one).
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -433,8 +434,8 @@ class _Extractor:
     ) -> str:
         """The declared type of the qualifier's first name, if it is a typed local (the
         latest binding at or before the line)."""
-        head = qualifier.split(".", 1)[0]
-        if not head.isidentifier():
+        head = qualifier.split(".", 1)[0].split("->", 1)[0]
+        if not head.lstrip("$").isidentifier():
             return ""
         return self._substitute(self._local_type(head, line, chain, scopes), line, chain, scopes)
 
@@ -636,6 +637,9 @@ def _module_text(text: str, name: str = "") -> str:
     `import`/`use`, a trailing `.{A, B}` selector, `._` / `.*`, and the imported name
     itself are cut off (`import a.b.{C, D}` and `import a.b.C` both give "a.b")."""
     text = " ".join(text.split())
+    if text.startswith(("require", "include")):  # PHP: require_once __DIR__ . '/x.php'
+        quoted = re.findall(r"""["']([^"']*)["']""", text)
+        return quoted[-1][:300] if quoted else ""
     if text[:1] in _QUOTES:  # a path as written ("./util/normalize"): nothing to cut
         return text.strip(_QUOTES)[:300]
     text = text.rstrip(";").strip()

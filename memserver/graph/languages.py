@@ -69,7 +69,7 @@ RULES: dict[str, Rules] = {
     "ruby": Rules(frozenset({"self"}), frozenset({"super"}), implicit_self=True,
                   global_scope=True, separator="/", extensions=(".rb",)),
     "php": Rules(frozenset({"$this", "self", "static"}), frozenset({"parent"}),
-                 package_scope=True, separator="/", extensions=(".php",)),
+                 package_scope=True, global_scope=True, separator="/", extensions=(".php",)),
     "bash": Rules(global_scope=True, separator="/", extensions=(".sh", ".bash")),
     "lua": Rules(frozenset({"self"}), global_scope=True, extensions=(".lua",),
                  index_files=("init",), loose_members=True),

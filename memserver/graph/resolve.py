@@ -648,6 +648,8 @@ class _Resolver:
         if fam == "rust":
             return self._rust_module(module, tags)
         spec = module.replace("\\", "/") if fam == "php" else module
+        if fam == "php" and spec.startswith("/"):  # require __DIR__ . '/x.php'
+            spec = "." + spec
         if spec.startswith((".", "/")) or fam in ("c", "ruby", "bash", "zig"):
             near = [(p, "") for p in relative_candidates(spec, path, language) if p in files]
             if near:

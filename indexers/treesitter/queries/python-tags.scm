@@ -62,6 +62,11 @@
   (assignment
     left: (identifier) @name
     (#not-match? @name "^[A-Z][A-Z0-9_]+$")
+    right: (call function: [(identifier) (attribute)] @declared.type)) @definition.variable)
+(module
+  (assignment
+    left: (identifier) @name
+    (#not-match? @name "^[A-Z][A-Z0-9_]+$")
     type: (type)? @declared.type) @definition.variable)
 
 ; fields: assignments in a class body, and `self.x = …` in its methods (the first one
