@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from indexers.treesitter.definitions import end_line
-from indexers.treesitter.registry import LANGUAGES, grammar, tags_query
+from indexers.treesitter.registry import LANGUAGES, grammar, tags_queries
 from memserver.core.graph import CLASS_KINDS, Definition, FileTags, Import, Reference
 
 Node = Any  # tree_sitter.Node
@@ -39,6 +39,11 @@ _FUNCTIONS = frozenset({"function", "method"})
 _QUOTES = "\"'`<>"
 _COMMENT_MARKS = ("/**", "/*!", "///", "//!", "//", "/*", "*/", "#", "--[[", "--", ";;", "*", "%")
 _MAX_QUALIFIER = 120
+# single-capture roles that may also come with a pattern's other captures
+_FLAT_EXTRAS = frozenset(
+    {"ignore", "ignore.inside", "local.scope", "local.global", "local.constructor", "returned",
+     "package"}
+)  # fmt: skip
 
 
 def parse(text: str, language: str) -> Tree:
@@ -105,9 +110,12 @@ class _Extractor:
     def __init__(self, path: str, language: str, root: Node, text: str) -> None:
         self.path, self.language, self.root = path, language, root
         self.source: bytes = root.text or b""
+        self.ascii = self.source.isascii()
         self.lines = text.split("\n")
         self.defs: dict[tuple[int, int], _Def] = {}
         self.refs: dict[tuple[int, int], _Ref] = {}
+        # single-capture references: (name, kind, is a member: qualified by its parent)
+        self.bare: list[tuple[Node, str, bool]] = []
         self.imports: list[tuple[Node, Node | None, Node | None, Node | None, bool]] = []
         # (name, its type, what it iterates over): bindings inside functions
         self.locals: list[tuple[Node, Node | None, Node | None]] = []
@@ -128,8 +136,10 @@ class _Extractor:
     def run(self) -> FileTags:
         from tree_sitter import QueryCursor
 
-        for pattern, captures in QueryCursor(tags_query(self.language)).matches(self.root):
+        queries = tags_queries(self.language)
+        for pattern, captures in QueryCursor(queries.grouped).matches(self.root):
             self._take(pattern, captures)
+        self._take_flat(QueryCursor(queries.flat).captures(self.root))
         definitions, spans = self._definitions()
         scopes = self._scopes(spans)
         self._class_scopes(spans)
@@ -147,25 +157,27 @@ class _Extractor:
     # --- collecting captures -------------------------------------------------------------
 
     def _take(self, pattern: int, captures: dict[str, list[Node]]) -> None:
-        kinds = [k for k in captures if "." in k and k.split(".")[0] in ("definition", "reference")]
         names = captures.get("name")
         if "annotated" in captures:
-            kinds = []
-        for key in kinds:
-            group, kind = key.split(".", 1)
-            if not names:
-                continue
-            if group == "definition":
-                self._add_definition(captures[key][0], kind, names[0], pattern, captures)
-            else:
-                qualifier = (captures.get("qualifier") or [None])[0]
-                typed = (captures.get("receiver.type") or [None])[0]
-                before = (captures.get("qualifier.before") or [None])[0]
-                if before is not None:  # the expression's text before the name
-                    self.qualifier_before[(names[0].start_byte, names[0].end_byte)] = before
-                self._add_reference(captures[key][0], kind, names[0], qualifier, typed)
-        if "scope" in captures and names:
-            self._add_definition(captures["scope"][0], "scope", names[0], pattern, captures)
+            self._annotate(captures)
+        else:
+            for key, nodes in captures.items():
+                group, _, kind = key.partition(".")
+                if group == "reference":
+                    name = names[0] if names else nodes[0]  # without @name, the node is it
+                    qualifier = captures.get("qualifier")
+                    typed = captures.get("receiver.type")
+                    before = captures.get("qualifier.before")
+                    if before:  # the qualifier is the expression's text before the name
+                        self.qualifier_before[(name.start_byte, name.end_byte)] = before[0]
+                    self._add_reference(
+                        nodes[0], kind, name, qualifier[0] if qualifier else None,
+                        typed[0] if typed else None,
+                    )  # fmt: skip
+                elif group == "definition" and kind and names:
+                    self._add_definition(nodes[0], kind, names[0], pattern, captures)
+                elif key == "scope" and names:
+                    self._add_definition(nodes[0], "scope", names[0], pattern, captures)
         if "import" in captures or "import.module" in captures:
             first = lambda k: (captures.get(k) or [None])[0]  # noqa: E731
             statement = first("import") or first("import.module")
@@ -173,26 +185,49 @@ class _Extractor:
                 (statement, first("import.module"), first("import.name"), first("import.alias"),
                  "import.star" in captures)
             )  # fmt: skip
-        local_type = (captures.get("local.type") or [None])[0]
-        iterable = (captures.get("local.iterable") or [None])[0]
-        for node in captures.get("local.definition", ()):
-            self.locals.append((node, local_type, iterable))
-        self.constructor_params.extend(captures.get("local.constructor", ()))
-        self.returned.extend(captures.get("returned", ()))
-        for node in captures.get("annotated", ())[:1]:
-            key = (node.start_byte, node.end_byte)
-            for guess in captures.get("declared.type", ())[:1]:
-                self.guessed.setdefault(key, guess)
-            for decorator in captures.get("decorator", ())[:1]:
-                held = self.decorators.get(key)
-                if held is None or decorator.start_byte < held.start_byte:
-                    self.decorators[key] = decorator
-        self.globals.update(self._text(n) for n in captures.get("local.global", ()))
-        self.ignored.update((n.start_byte, n.end_byte) for n in captures.get("ignore", ()))
-        self.ignored_inside.extend(captures.get("ignore.inside", ()))
-        self.scope_nodes.extend(captures.get("local.scope", ()))
-        if "package" in captures and not self.package:
-            self.package = _clean(self._text(captures["package"][0]))
+        defined = captures.get("local.definition")
+        if defined:
+            local_type = (captures.get("local.type") or [None])[0]
+            iterable = (captures.get("local.iterable") or [None])[0]
+            self.locals.extend((node, local_type, iterable) for node in defined)
+        if len(captures) > 2:
+            self._take_flat({k: v for k, v in captures.items() if k in _FLAT_EXTRAS})
+
+    def _annotate(self, captures: dict[str, list[Node]]) -> None:
+        """A pattern naming a definition by @annotated: a type guess or a decorator."""
+        node = captures["annotated"][0]
+        key = (node.start_byte, node.end_byte)
+        for guess in captures.get("declared.type", ())[:1]:
+            self.guessed.setdefault(key, guess)
+        for decorator in captures.get("decorator", ())[:1]:
+            held = self.decorators.get(key)
+            if held is None or decorator.start_byte < held.start_byte:
+                self.decorators[key] = decorator
+
+    def _take_flat(self, captures: dict[str, list[Node]]) -> None:
+        """Patterns with a single capture: the nodes of each capture name, in one go."""
+        for key, nodes in captures.items():
+            group, _, kind = key.partition(".")
+            if group in ("reference", "member"):  # kept apart: grouped matches win
+                kind = _REFERENCE_KINDS.get(kind, "other")
+                member = group == "member"
+                self.bare.extend((node, kind, member) for node in nodes)
+            elif key == "ignore":
+                self.ignored.update((n.start_byte, n.end_byte) for n in nodes)
+            elif key == "ignore.inside":
+                self.ignored_inside.extend(nodes)
+            elif key == "local.definition":
+                self.locals.extend((n, None, None) for n in nodes)
+            elif key == "local.scope":
+                self.scope_nodes.extend(nodes)
+            elif key == "local.global":
+                self.globals.update(self._text(n) for n in nodes)
+            elif key == "local.constructor":
+                self.constructor_params.extend(nodes)
+            elif key == "returned":
+                self.returned.extend(nodes)
+            elif key == "package" and nodes and not self.package:
+                self.package = _clean(self._text(min(nodes, key=lambda n: n.start_byte)))
 
     def _add_definition(
         self, node: Node, kind: str, name: Node, pattern: int, captures: dict[str, list[Node]]
@@ -298,13 +333,15 @@ class _Extractor:
                 self.guessed[(name.start_byte, name.end_byte)] = node  # later ones win
 
     def _declared(self, entry: _Def) -> str:
-        """A decorated function's value is its decorator's result ("@click.group()"); else
-        the declared type; guesses (a returned constructor or local) come later."""
+        """The declared type; without one (or `-> None`), a decorated function's value is its
+        decorator's result ("@click.group()"); guesses (a returned constructor or local)
+        come later."""
         key = (entry.name_node.start_byte, entry.name_node.end_byte)
+        declared = self._type_text(entry.declared)
         decorator = self.decorators.get(key)
-        if decorator is not None:
+        if decorator is not None and declared in ("", "None"):  # a declared return type wins
             return "@" + self._type_text(decorator)
-        return self._type_text(entry.declared)  # guesses are finished with the locals
+        return declared  # guesses are finished with the locals
 
     def _signature(self, node: Node, name: Node) -> str:
         first, last = node.start_point[0], name.start_point[0]
@@ -349,47 +386,113 @@ class _Extractor:
             for d in self.defs.values()
             if d.kind != "scope"  # `impl Shape for Circle` uses Circle
         }
-        blocked = _Spans()
-        for node in sorted(self.ignored_inside, key=lambda n: (n.start_byte, -n.end_byte)):
-            blocked.add(node.start_byte, node.end_byte, True)
+        skipped = named | self.ignored
+        blocked: _Spans | None = None
+        if self.ignored_inside:
+            blocked = _Spans()
+            for node in sorted(self.ignored_inside, key=lambda n: (n.start_byte, -n.end_byte)):
+                blocked.add(node.start_byte, node.end_byte, True)
+        # names bound anywhere in a function or a lambda: only these can be locals
+        local_names = {n for bound in scopes.values() for n in bound}
+        local_names.update(n for bound in self.inner.values() for n in bound)
+        local_names.update(n for bound in self._class_locals.values() for n in bound)
+        local_names.difference_update(self.globals)
+        source, text_of = self.source, self._text
+        path = self.path
         out: list[Reference] = []
         for key, ref in self.refs.items():
-            if key in named or key in self.ignored or blocked.chain(key[0]):
+            if key in skipped or (blocked is not None and blocked.chain(key[0])):
                 continue
-            written = _clean(self._text(ref.name_node))
+            written = source[key[0] : key[1]].decode("utf-8", "replace")
+            if not written.isidentifier():
+                written = _clean(written)
             prefix, _, name = written.rpartition(".")
             if not name:
                 continue
             qualifier = prefix  # a qualified name node: Shop.Item, geometry::Circle
             if ref.qualifier is not None:
-                qualifier = " ".join(self._text(ref.qualifier).split())[:_MAX_QUALIFIER]
+                qualifier = " ".join(text_of(ref.qualifier).split())[:_MAX_QUALIFIER]
             before = self.qualifier_before.get(key)
             if before is not None:
-                head = self.source[before.start_byte : ref.name_node.start_byte]
-                qualifier = " ".join(head.decode("utf-8", "replace").split()).rstrip(".:->")
-                qualifier = qualifier[:_MAX_QUALIFIER]
-            chain = spans.chain(ref.name_node.start_byte)
-            if (
-                not qualifier
-                and ref.kind != "inherit"
-                and (
-                    self._is_local(name, chain, scopes)
-                    or any(name in self.inner.get(r, {}) for r in self.regions.chain(key[0]))
-                )
-            ):
-                continue
+                head = source[before.start_byte : key[0]].decode("utf-8", "replace")
+                qualifier = " ".join(head.split()).rstrip(".:->")[:_MAX_QUALIFIER]
+            if not qualifier and name in local_names and ref.kind != "inherit":
+                chain = spans.chain(key[0])
+                if self._is_local(name, chain, scopes) or any(
+                    name in self.inner.get(r, {}) for r in self.regions.chain(key[0])
+                ):
+                    continue
+            else:
+                chain = spans.chain(key[0])
             line, column = self._position(ref.name_node)
             enclosing = chain[0].qualified if chain else ""
-            typed = self._substitute(self._type_text(ref.typed), line, chain, scopes)
+            typed = ""
+            if ref.typed is not None:
+                typed = self._substitute(self._type_text(ref.typed), line, chain, scopes)
             if qualifier and not typed:
                 head = qualifier.split(".", 1)[0]
-                inner = self._region_type(head, key[0])
+                inner = self._region_type(head, key[0]) if self.inner else None
                 typed = self._head_type(qualifier, line, chain, scopes) if inner is None else ""
                 if inner:
                     typed = self._substitute(inner, line, chain, scopes)
-            out.append(
-                Reference(self.path, name, ref.kind, line, column, enclosing, qualifier, typed)
-            )
+            out.append(Reference(path, name, ref.kind, line, column, enclosing, qualifier, typed))
+        out += self._bare_references(spans, scopes, skipped, blocked, local_names)
+        return out
+
+    def _bare_references(
+        self,
+        spans: _Spans,
+        scopes: dict[str, dict[str, list[tuple[int, str]]]],
+        skipped: set[tuple[int, int]],
+        blocked: _Spans | None,
+        local_names: set[str],
+    ) -> list[Reference]:
+        """References from single-capture patterns (mostly bare identifiers): no qualifier,
+        no type; a name a grouped pattern also caught was taken there."""
+        out: list[Reference] = []
+        seen = self.refs.keys() | skipped
+        source, path, inner, regions = self.source, self.path, self.inner, self.regions
+        order = _REFERENCE_ORDER
+        kinds: dict[tuple[int, int], tuple[Node, str, bool]] = {}
+        for node, kind, member in self.bare:
+            key = (node.start_byte, node.end_byte)
+            held = kinds.get(key)
+            if held is None or order[kind] < order[held[1]] or (member and not held[2]):
+                kinds[key] = (node, kind, member or (held is not None and held[2]))
+        for key, (node, kind, member) in kinds.items():
+            if key in seen or (blocked is not None and blocked.chain(key[0])):
+                continue
+            written = source[key[0] : key[1]].decode("utf-8", "replace")
+            if not written.isidentifier():
+                written = _clean(written)
+            prefix, _, name = written.rpartition(".")
+            if not name:
+                continue
+            if member:  # qualified by its parent's text before it: `self.client` . send
+                parent = node.parent
+                head = source[parent.start_byte : key[0]].decode("utf-8", "replace")
+                prefix = " ".join(head.split()).rstrip(".:->?")[:_MAX_QUALIFIER]
+            head = prefix.split(".", 1)[0].split("->", 1)[0] if prefix else ""
+            if not prefix and name in local_names and kind != "inherit":
+                chain = spans.chain(key[0])
+                if self._is_local(name, chain, scopes) or any(
+                    name in inner.get(r, {}) for r in regions.chain(key[0])
+                ):
+                    continue
+            elif member and head in local_names:
+                chain = spans.chain(key[0])  # the head's type is a local's
+            else:
+                innermost = spans.innermost(key[0])  # only the enclosing definition matters
+                chain = [innermost] if innermost is not None else []
+            line, column = self._position(node)
+            enclosing = chain[0].qualified if chain else ""
+            typed = ""
+            if member and head in local_names:
+                typed = self._head_type(prefix, line, chain, scopes)
+                inner_type = self._region_type(head, key[0]) if inner else None
+                if inner_type is not None:
+                    typed = self._substitute(inner_type, line, chain, scopes) if inner_type else ""
+            out.append(Reference(path, name, kind, line, column, enclosing, prefix, typed))
         return out
 
     def _class_scopes(self, spans: _Spans) -> None:
@@ -437,7 +540,8 @@ class _Extractor:
         head = qualifier.split(".", 1)[0].split("->", 1)[0]
         if not head.lstrip("$").isidentifier():
             return ""
-        return self._substitute(self._local_type(head, line, chain, scopes), line, chain, scopes)
+        typed = self._local_type(head, line, chain, scopes)
+        return self._substitute(typed, line, chain, scopes) if typed else ""
 
     def _region_type(self, name: str, byte: int) -> str | None:
         """The type of a name bound in a lambda or comprehension around `byte` (None when
@@ -589,6 +693,8 @@ class _Extractor:
     def _position(self, node: Node) -> tuple[int, int]:
         """1-based line and 0-based character column of a node's start."""
         row, byte_column = node.start_point
+        if self.ascii:
+            return row + 1, byte_column
         line_start = node.start_byte - byte_column
         head = self.source[line_start : node.start_byte]
         column = byte_column if head.isascii() else len(head.decode("utf-8", "replace"))
@@ -612,6 +718,16 @@ class _Spans:
             parent = self._items[parent][3]
         self._starts.append(start)
         self._items.append((start, end, definition, parent))
+
+    def innermost(self, byte: int) -> Any:
+        """The innermost payload enclosing `byte`, or None."""
+        index = bisect.bisect_right(self._starts, byte) - 1
+        while index >= 0:
+            start, end, definition, parent = self._items[index]
+            if start <= byte < end and definition is not None:
+                return definition
+            index = parent
+        return None
 
     def chain(self, byte: int) -> list[Any]:
         index = bisect.bisect_right(self._starts, byte) - 1

@@ -97,7 +97,7 @@ class SymbolTable:
             path_part, text = path_part.replace("\0", "::"), text.replace("\0", "::")
         for separator in _SEPARATORS:
             text = text.replace(separator, ".")
-        text = text.strip(".")
+        text = text.strip(".").removeprefix("crate.")  # Rust's path from the crate root
         if path_part:
             return self._in_paths(self._paths_like(path_part), text)
         if not text:

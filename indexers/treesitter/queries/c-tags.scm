@@ -2,7 +2,7 @@
 ; An #include brings a header's names, and the sources beside it that share its stem.
 
 (function_definition
-  type: (_) @declared.type
+  type: (_)? @declared.type
   declarator: [(function_declarator declarator: (identifier) @name)
                (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))
                (pointer_declarator
@@ -43,8 +43,8 @@
   function: (field_expression argument: (_) @qualifier field: (field_identifier) @name))
   @reference.call
 (field_expression argument: (_) @qualifier field: (field_identifier) @name) @reference.other
-((type_identifier) @name @reference.type)
-((identifier) @name @reference.other)
+(type_identifier) @reference.type
+(identifier) @reference.other
 (sizeof_expression type: (type_descriptor type: (type_identifier) @name)) @reference.type
 
 (preproc_include) @ignore.inside

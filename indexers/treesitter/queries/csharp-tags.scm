@@ -41,7 +41,7 @@
   type: (qualified_name qualifier: (_) @qualifier name: (identifier) @name)) @reference.call
 (member_access_expression name: (identifier) @name) @reference.other @qualifier.before
 (qualified_name qualifier: (_) @qualifier name: (identifier) @name) @reference.type
-((identifier) @name @reference.other)
+(identifier) @reference.other
 (attribute name: (identifier) @name) @reference.type
 
 (using_directive) @ignore.inside

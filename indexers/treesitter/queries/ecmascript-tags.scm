@@ -60,25 +60,21 @@
 
 ; --- references -------------------------------------------------------------------------------
 
-(call_expression function: (identifier) @name) @reference.call
+(call_expression function: (identifier) @reference.call)
 (call_expression
   function: (member_expression
-    object: (_) @qualifier
-    property: [(property_identifier) (private_property_identifier)] @name)) @reference.call
+    property: [(property_identifier) (private_property_identifier)] @member.call))
 (call_expression
   function: (member_expression
     object: (new_expression constructor: (_) @receiver.type) @qualifier
     property: (property_identifier) @name)) @reference.call
-(new_expression constructor: (identifier) @name) @reference.call
-(new_expression
-  constructor: (member_expression object: (_) @qualifier property: (property_identifier) @name))
-  @reference.call
+(new_expression constructor: (identifier) @reference.call)
+(new_expression constructor: (member_expression property: (property_identifier) @member.call))
 
-((identifier) @name @reference.other)
-((shorthand_property_identifier) @name @reference.other)
+(identifier) @reference.other
+(shorthand_property_identifier) @reference.other
 (member_expression
-  object: (_) @qualifier
-  property: [(property_identifier) (private_property_identifier)] @name) @reference.other
+  property: [(property_identifier) (private_property_identifier)] @member.other)
 
 (import_specifier [(identifier) (string)] @ignore)
 (expression_statement

@@ -28,7 +28,7 @@
 (unary_operator operator: "&" operand: (binary_operator
   left: [(identifier) @name (call target: (dot left: (_) @qualifier right: (identifier) @name))]))
   @reference.other
-((alias) @name @reference.type)
+(alias) @reference.type
 
 (call
   target: (identifier) @_keyword

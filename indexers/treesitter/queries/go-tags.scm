@@ -41,14 +41,10 @@
 
 ; --- references -------------------------------------------------------------------------------
 
-(call_expression function: (identifier) @name) @reference.call
-(call_expression
-  function: (selector_expression operand: (_) @qualifier field: (field_identifier) @name))
-  @reference.call
-(composite_literal type: (type_identifier) @name) @reference.call
-(composite_literal
-  type: (qualified_type package: (package_identifier) @qualifier name: (type_identifier) @name))
-  @reference.call
+(call_expression function: (identifier) @reference.call)
+(call_expression function: (selector_expression field: (field_identifier) @member.call))
+(composite_literal type: (type_identifier) @reference.call)
+(composite_literal type: (qualified_type name: (type_identifier) @member.call))
 ; an embedded field: its methods are promoted, like a base class's
 (field_declaration !name type: [(type_identifier) @name
                                 (pointer_type (type_identifier) @name)
@@ -58,11 +54,10 @@
                             (qualified_type package: (_) @qualifier name: (_) @name)])
   @reference.inherit)
 
-((type_identifier) @name @reference.type)
-(qualified_type package: (package_identifier) @qualifier name: (type_identifier) @name)
-  @reference.type
-((identifier) @name @reference.other)
-(selector_expression operand: (_) @qualifier field: (field_identifier) @name) @reference.other
+(type_identifier) @reference.type
+(qualified_type name: (type_identifier) @member.type)
+(identifier) @reference.other
+(selector_expression field: (field_identifier) @member.other)
 
 (keyed_element key: (literal_element (identifier) @ignore))
 

@@ -39,8 +39,8 @@
                                    (generic_type (type_identifier) @name)]) @reference.call
 (method_reference (_) @qualifier . (identifier) @name .) @reference.other
 
-((type_identifier) @name @reference.type)
-((identifier) @name @reference.other)
+(type_identifier) @reference.type
+(identifier) @reference.other
 (field_access object: (_) @qualifier field: (identifier) @name) @reference.other
 (marker_annotation name: (identifier) @name) @reference.type
 (annotation name: (identifier) @name) @reference.type

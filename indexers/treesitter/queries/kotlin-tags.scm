@@ -56,8 +56,8 @@
     (navigation_suffix (simple_identifier) @name))) @reference.call
 (navigation_expression (_) @qualifier (navigation_suffix (simple_identifier) @name))
   @reference.other
-((type_identifier) @name @reference.type)
-((simple_identifier) @name @reference.other)
+(type_identifier) @reference.type
+(simple_identifier) @reference.other
 
 (package_header) @ignore.inside
 (import_list) @ignore.inside

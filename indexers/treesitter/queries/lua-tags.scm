@@ -24,7 +24,7 @@
 (function_call name: (method_index_expression table: (_) @qualifier method: (identifier) @name))
   @reference.call
 (dot_index_expression table: (_) @qualifier field: (identifier) @name) @reference.other
-((identifier) @name @reference.other)
+(identifier) @reference.other
 
 (function_declaration name: (dot_index_expression field: (identifier) @ignore))
 (function_declaration name: (method_index_expression method: (identifier) @ignore))

@@ -33,7 +33,7 @@
   @reference.inherit)
 (class_interface_clause [(name) @name (qualified_name prefix: (_) @qualifier (name) @name)]
   @reference.inherit)
-(use_declaration (name) @name @reference.inherit)
+(use_declaration (name) @reference.inherit)
 
 (function_call_expression function: [(name) @name
                                      (qualified_name prefix: (_) @qualifier (name) @name)])

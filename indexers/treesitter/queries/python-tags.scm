@@ -1,4 +1,6 @@
-; Tags for the code graph. Capture convention (every language, see tags.py):
+; Tags for the code graph. Capture convention (every language, see tags.py). A pattern with
+; one capture is read capture by capture (fast: most identifiers are such patterns); the
+; others match by match.
 ;   @definition.<kind>   a definition (function, method, class, interface, struct, enum, trait,
 ;                        module, constant, type, macro); a function inside a class-like
 ;                        definition becomes a method. @name names it (required), @receiver
@@ -8,11 +10,14 @@
 ;   @scope               a container that only qualifies what it holds (Rust impl, Swift
 ;                        extension), named by @name; not a definition itself.
 ;   @reference.<kind>    a use: call, inherit (or class / implementation), type, other;
-;                        @name is the identifier, @qualifier the receiver/module expression,
+;                        @name is the identifier (without @name: the captured node is),
+;                        @qualifier the receiver/module expression,
 ;                        @receiver.type the receiver's type when the expression says it;
 ;                        @qualifier.before: the qualifier is this node's text before @name.
 ;   @import              an import statement; @import.module (as written), @import.name,
 ;                        @import.alias, @import.star (a wildcard).
+;   @member.<kind>       a reference whose qualifier is its parent's text before it
+;                        (`self.client` for `send` in self.client.send): one capture.
 ;   @package             the package/namespace the file declares.
 ;   @ignore              a name that is never a reference (an attribute being assigned).
 ;   @declared.type       a definition's declared type (a function's return type, a field's
@@ -96,13 +101,8 @@
 
 ; --- references ---------------------------------------------------------------------------
 
-(call
-  function: (identifier) @name) @reference.call
-
-(call
-  function: (attribute
-    object: (_) @qualifier
-    attribute: (identifier) @name)) @reference.call
+(call function: (identifier) @reference.call)
+(call function: (attribute attribute: (identifier) @member.call))
 
 ; Client(...).send(): the receiver is what the call makes (@receiver.type)
 (call
@@ -110,25 +110,20 @@
     object: (call function: [(identifier) (attribute)] @receiver.type) @qualifier
     attribute: (identifier) @name)) @reference.call
 
+(class_definition superclasses: (argument_list (identifier) @reference.inherit))
+(class_definition superclasses: (argument_list (attribute attribute: (identifier) @member.inherit)))
+(class_definition superclasses: (argument_list (subscript value: (identifier) @reference.inherit)))
 (class_definition
   superclasses: (argument_list
-    [(identifier) @name
-     (attribute object: (_) @qualifier attribute: (identifier) @name)] @reference.inherit))
-(class_definition
-  superclasses: (argument_list
-    (subscript
-      value: [(identifier) @name
-              (attribute object: (_) @qualifier attribute: (identifier) @name)]) @reference.inherit))
+    (subscript value: (attribute attribute: (identifier) @member.inherit))))
 
-(type (identifier) @name) @reference.type
-(type (attribute object: (_) @qualifier attribute: (identifier) @name)) @reference.type
+(type (identifier) @reference.type)
+(type (attribute attribute: (identifier) @member.type))
 
 ; any other name used as a value (a callback, a decorator, an argument, an operand); the
 ; names that are not uses are @ignore'd below, parameters and locals are dropped by scope
-((identifier) @name @reference.other)
-(attribute
-  object: (_) @qualifier
-  attribute: (identifier) @name) @reference.other
+(identifier) @reference.other
+(attribute attribute: (identifier) @member.other)
 (attribute
   object: (call function: [(identifier) (attribute)] @receiver.type) @qualifier
   attribute: (identifier) @name) @reference.other

@@ -32,9 +32,9 @@
 (call !receiver method: (identifier) @name) @reference.call
 (call receiver: (_) @qualifier method: (identifier) @name) @reference.call
 (scope_resolution scope: (_) @qualifier name: (constant) @name) @reference.type
-((constant) @name @reference.type)
-((identifier) @name @reference.other)
-((instance_variable) @name @reference.other)
+(constant) @reference.type
+(identifier) @reference.other
+(instance_variable) @reference.other
 
 (call
   method: (identifier) @_require

@@ -55,9 +55,9 @@
 (struct_expression
   name: (scoped_type_identifier path: (_) @qualifier name: (type_identifier) @name)) @reference.call
 
-((type_identifier) @name @reference.type)
+(type_identifier) @reference.type
 (scoped_type_identifier path: (_) @qualifier name: (type_identifier) @name) @reference.type
-((identifier) @name @reference.other)
+(identifier) @reference.other
 (scoped_identifier path: (_) @qualifier name: (identifier) @name) @reference.other
 (field_expression value: (_) @qualifier field: (field_identifier) @name) @reference.other
 

@@ -41,8 +41,8 @@
     field: (identifier) @name)) @reference.call
 (instance_expression (type_identifier) @name) @reference.call
 (field_expression value: (_) @qualifier field: (identifier) @name) @reference.other
-((type_identifier) @name @reference.type)
-((identifier) @name @reference.other)
+(type_identifier) @reference.type
+(identifier) @reference.other
 
 (import_declaration) @ignore.inside
 (package_clause) @ignore.inside

@@ -49,8 +49,8 @@
 (navigation_expression
   target: (_) @qualifier
   suffix: (navigation_suffix suffix: (simple_identifier) @name)) @reference.other
-((type_identifier) @name @reference.type)
-((simple_identifier) @name @reference.other)
+(type_identifier) @reference.type
+(simple_identifier) @reference.other
 
 (import_declaration) @ignore.inside
 (assignment

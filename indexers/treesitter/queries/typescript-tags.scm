@@ -50,7 +50,7 @@
   @reference.inherit)
 (extends_type_clause
   type: [(type_identifier) @name (generic_type name: (type_identifier) @name)] @reference.inherit)
-((type_identifier) @name @reference.type)
+(type_identifier) @reference.type
 (nested_type_identifier module: (_) @qualifier name: (type_identifier) @name) @reference.type
 (interface_declaration name: (type_identifier) @ignore)
 (class_declaration name: (type_identifier) @ignore)

@@ -27,7 +27,7 @@
 ; a.b.c(): the qualifier is the expression's text before the name (@qualifier.before)
 (SuffixExpr (FieldOrFnCall function_call: (IDENTIFIER) @name)) @reference.call @qualifier.before
 (SuffixExpr (FieldOrFnCall field_access: (IDENTIFIER) @name)) @reference.other @qualifier.before
-((IDENTIFIER) @name @reference.other)
+(IDENTIFIER) @reference.other
 
 (FieldInit field_member: (IDENTIFIER) @ignore)
 
