@@ -349,6 +349,9 @@ def _check_site(project: Project, jedi_: Jedi, site: Reference, tally: Tally) ->
     where = f"{site.path}:{site.line} {site.qualifier + '.' if site.qualifier else ''}{site.name}"
     if (ours is None and theirs is None) or (ours is not None and _same(project, ours, theirs)):
         tally.site_agree += 1
+        exact = ours is None or theirs == (ours.path, ours.name_line)
+        if not exact and theirs is not None and _reexports(project, ours, theirs):
+            project.reexport_stops += 1
     else:
         kind = _classify_site(project, site, found, theirs)
         tally.note(f"symbol: {kind}", f"{where}: ours {_show(ours)}, jedi {theirs}")
