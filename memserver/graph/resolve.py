@@ -28,15 +28,13 @@ import weakref
 from memserver.core.graph import CLASS_KINDS, Definition, FileTags, Import, Reference
 from memserver.graph.languages import (
     family,
-    python_relative,
-    relative_candidates,
     rules,
-    rust_module_of,
 )
+from memserver.graph.modules import Modules, Target
 from memserver.graph.table import SymbolTable
+from memserver.graph.typetext import callable_result, closing, element_type, main_type
 
 Candidate = tuple[Definition, float]
-Target = tuple[str, str]  # (file, qualified prefix inside it: "" for the module itself)
 
 LEXICAL = 1.0
 IMPORTED = 1.0
@@ -55,7 +53,6 @@ _INHERITED = 0.03  # taken off per base-class level
 _MAX_DEPTH = 6
 _CLOSED_SCOPE = frozenset({"python", "ecmascript", "go", "rust", "jvm", "csharp", "zig", "elixir"})
 _LITERAL = re.compile(r"""^(?:["'`\[{(]|\d|[rbfu]+["'])""")
-_RUST_EXTERNAL = frozenset({"std", "core", "alloc"})
 _GO_RECEIVER = re.compile(r"^func\s*\(\s*(\w+)")
 _QUALIFIER_SEPARATORS = ("::", "?.", "->", "\\")
 
@@ -74,7 +71,7 @@ _RESOLVERS: weakref.WeakKeyDictionary[SymbolTable, _Resolver] = weakref.WeakKeyD
 class _Resolver:
     def __init__(self, table: SymbolTable) -> None:
         self.table = table
-        self._targets: dict[tuple[str, str], list[Target]] = {}
+        self.modules = Modules(table)
         self._bound: dict[str, dict[str, list[Import]]] = {}
         self._bases: dict[Definition, list[Definition]] = {}
         self._values: dict[Definition, list[Candidate]] = {}
@@ -222,7 +219,7 @@ class _Resolver:
             return []
         if family(tags.language) == "rust":  # `shapes::area` names a module of this crate
             for root in ("self", "crate"):
-                targets = self._rust_module("::".join([root, *segments]), tags)
+                targets = self.modules.rust("::".join([root, *segments]), tags)
                 found_defs = self._members(targets, [ref.name], tags.language, 0)
                 if found_defs:
                     return self._ranked(found_defs, IMPORTED, path)
@@ -329,8 +326,8 @@ class _Resolver:
         """Definitions an expression names: a type (`t.Optional[Client]`), a callee
         (`ctx.make_formatter`), or a member chain of a typed head (`(Context).command`)."""
         if not text.startswith("("):
-            return self._type_named(_main_type(text) or text.split("(", 1)[0], ref, tags)
-        close = _closing(text)
+            return self._type_named(main_type(text) or text.split("(", 1)[0], ref, tags)
+        close = closing(text)
         if close < 0:
             return []
         owners = self._classes_of_type(text[1:close], ref, tags, depth + 1)
@@ -346,7 +343,7 @@ class _Resolver:
         """Classes of the elements of `expression` (`self.get_params(ctx)`, `self._args`)."""
         out: list[Candidate] = []
         for found, score in self._expression(expression, ref, tags, depth):
-            element = _element_type(found.declared_type)
+            element = element_type(found.declared_type)
             holder = self.table.files.get(found.path)
             if element and holder is not None:
                 probe = Reference(found.path, "", "type", found.start_line, 0, found.parent)
@@ -370,8 +367,8 @@ class _Resolver:
                 continue
             returned = found.declared_type
             if called:
-                returned = _callable_result(returned)
-            result = _callable_result(returned) or returned
+                returned = callable_result(returned)
+            result = callable_result(returned) or returned
             holder = self.table.files.get(found.path)
             if result and holder is not None and not result.startswith(("@", "iter(")):
                 probe = Reference(found.path, "", "type", found.start_line, 0, found.parent)
@@ -394,10 +391,10 @@ class _Resolver:
     def _extension(self, text: str, ref: Reference, tags: FileTags) -> list[Definition]:
         """`"x".shout()` with `fun String.shout()`: a function declared on a type that is
         not in the project (the receiver's type, or the declared type of what it calls)."""
-        written = _main_type(text)
+        written = main_type(text)
         names = [written.rpartition(".")[2]] if written else []
         for found, _score in self._type_named(written, ref, tags) if written else []:
-            declared = _main_type(found.declared_type)
+            declared = main_type(found.declared_type)
             if declared:
                 names.append(declared.rpartition(".")[2])
         by_qualified = self.table.by_qualified
@@ -550,7 +547,7 @@ class _Resolver:
         """Definitions `imp` binds, then `.rest` walked from them."""
         if depth > _MAX_DEPTH:
             return []
-        targets = self._module_targets(imp.module, tags)
+        targets = self.modules.targets(imp.module, tags)
         if imp.star or not imp.name:
             if rest:
                 return self._members(targets, rest, tags.language, depth)
@@ -564,7 +561,7 @@ class _Resolver:
         found = self._members(targets, [*names, *rest], tags.language, depth)
         if found or family(tags.language) != "python":
             return found
-        sub = self._module_targets(_join_module(imp.module, imp.name), tags)  # a submodule
+        sub = self.modules.targets(_join_module(imp.module, imp.name), tags)  # a submodule
         return self._members(sub, rest, tags.language, depth) if rest else []
 
     def _members(
@@ -584,7 +581,7 @@ class _Resolver:
             if not here and not prefix and rules(language).loose_members:
                 here = [d for d in self.table.named_in(path, first) if d.kind == "function"]
             if not here and rest:
-                sub = self._submodule(path, first)
+                sub = self.modules.submodule(path, first)
                 if sub:
                     found += self._members(sub, rest, language, depth + 1)
                     continue
@@ -608,128 +605,9 @@ class _Resolver:
                     found += self._imported(imp, tags, [name], depth)
         return found
 
-    def _submodule(self, path: str, name: str) -> list[Target]:
-        tags = self.table.files.get(path)
-        if tags is None:
-            return []
-        stem = posixpath.splitext(posixpath.basename(path))[0]
-        r = rules(tags.language)
-        spec = f"./{name}" if stem in r.index_files else f"./{stem}/{name}"
-        return [(p, "") for p in relative_candidates(spec, path, tags.language)
-                if p in self.table.files]  # fmt: skip
-
     def _external(self, imports: list[Import], tags: FileTags) -> bool:
         """Do these imports name modules outside the project?"""
-        return bool(imports) and all(not self._module_targets(i.module, tags) for i in imports)
-
-    def _module_targets(self, module: str, tags: FileTags) -> list[Target]:
-        key = (tags.path, module)
-        held = self._targets.get(key)
-        if held is None:
-            held = self._targets[key] = self._find_module(module, tags)
-        return held
-
-    def _find_module(self, module: str, tags: FileTags) -> list[Target]:
-        table, path, language = self.table, tags.path, tags.language
-        fam = family(language)
-        files = table.files
-        if fam == "python":
-            if module.startswith("."):
-                found = python_relative(module, path)
-                if found is None:
-                    return []
-                folder, rest = found
-                base = posixpath.join(folder, *rest.split(".")) if rest else folder
-                names = [f"{base}.py", f"{base}.pyi", f"{base}/__init__.py", f"{base}/__init__.pyi"]
-                return [(p, "") for p in names if p in files]
-            return self._by_keys(module, tags) or self._namespace(module, tags)
-        if fam in ("go", "swift"):  # a Go package, a Swift module: a folder of files
-            return self._go_package(module)
-        if fam == "rust":
-            return self._rust_module(module, tags)
-        spec = module.replace("\\", "/") if fam == "php" else module
-        if fam == "php" and spec.startswith("/"):  # require __DIR__ . '/x.php'
-            spec = "." + spec
-        if spec.startswith((".", "/")) or fam in ("c", "ruby", "bash", "zig"):
-            near = [(p, "") for p in relative_candidates(spec, path, language) if p in files]
-            if near:
-                return self._with_sources(near, fam)
-        if fam == "ecmascript" and not spec.startswith("."):
-            spec = spec.removeprefix("@/").removeprefix("~/")
-        if fam == "lua":
-            spec = spec.replace(".", "/")
-            return self._by_keys(spec.replace("/", "."), tags) or self._namespace(module, tags)
-        if fam in ("jvm", "csharp", "php"):  # packages and namespaces, not files, are imported
-            found = self._packages(module.replace("\\", "."), tags)
-            if found:
-                return found
-        found = self._by_keys(spec, tags)
-        if found:
-            return self._with_sources(found, fam)
-        return self._packages(module.replace("\\", "."), tags) or self._namespace(module, tags)
-
-    def _by_keys(self, spec: str, tags: FileTags) -> list[Target]:
-        stem = spec
-        if family(tags.language) in ("ecmascript",):
-            root, extension = posixpath.splitext(spec)
-            stem = root if extension in (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs") else spec
-        return [(p, "") for p in self.table.module_paths(tags.language, stem)]
-
-    def _packages(self, module: str, tags: FileTags) -> list[Target]:
-        """A declared package or namespace; or `package.Class` (a static import's module)."""
-        parts = module.split(".")
-        for cut in range(len(parts), 0, -1):
-            paths = self.table.package_paths(tags.language, ".".join(parts[:cut]))
-            if paths:
-                return [(p, ".".join(parts[cut:])) for p in paths]
-        return []
-
-    def _namespace(self, module: str, tags: FileTags) -> list[Target]:
-        """A module named by a definition (Elixir `Acme.Store`, a Ruby module, a C# class)."""
-        name = module.replace("::", ".").replace("\\", ".")
-        found = [d for d in self.table.by_qualified.get(name, []) if d.kind != "function"]
-        return [(d.path, d.qualified) for d in found]
-
-    def _with_sources(self, targets: list[Target], fam: str) -> list[Target]:
-        """C/C++: an included header also means the sources beside it with its stem."""
-        if fam != "c":
-            return targets
-        out = list(targets)
-        for path, _ in targets:
-            stem = posixpath.splitext(path)[0]
-            for sibling in self.table.folder_paths(posixpath.dirname(path)):
-                if posixpath.splitext(sibling)[0] == stem and sibling != path:
-                    out.append((sibling, ""))
-        return out
-
-    def _go_package(self, module: str) -> list[Target]:
-        parts = [p for p in module.split("/") if p]
-        for start in range(len(parts)):
-            folders = self.table.folder_tails.get("/".join(parts[start:]))
-            if folders:
-                return [(p, "") for f in folders for p in self.table.folder_paths(f)]
-        return []
-
-    def _rust_module(self, module: str, tags: FileTags) -> list[Target]:
-        segments = [s for s in module.replace("::", ".").split(".") if s]
-        here = rust_module_of(tags.path)
-        external = bool(segments) and segments[0] not in ("crate", "self", "super")
-        if segments and segments[0] == "crate":
-            segments = segments[1:]
-        elif segments and segments[0] in ("self", "super"):
-            base = list(here)
-            while segments and segments[0] in ("self", "super"):
-                if segments.pop(0) == "super" and base:
-                    base.pop()
-            segments = base + segments
-        for cut in range(len(segments), -1, -1):
-            key = ".".join(segments[:cut]) if cut else "crate"
-            paths = self.table.module_paths(tags.language, key)
-            if paths and (cut or not external):
-                return [(p, ".".join(segments[cut:])) for p in paths]
-        if external and segments[0] not in _RUST_EXTERNAL:  # `geo::x` from the crate's binary
-            return self._rust_module("::".join(["crate", *segments[1:]]), tags)
-        return []
+        return bool(imports) and all(not self.modules.targets(i.module, tags) for i in imports)
 
     # --- scope helpers -------------------------------------------------------------------------
 
@@ -755,7 +633,7 @@ class _Resolver:
             return []
         closed = family(tags.language) in _CLOSED_SCOPE
         unresolved_star = any(
-            i.star and not self._module_targets(i.module, tags) for i in tags.imports
+            i.star and not self.modules.targets(i.module, tags) for i in tags.imports
         )
         score = HOMONYM if closed and not unresolved_star else HOMONYM * 4
         return self._ranked(found, score, tags.path, spread=True)
@@ -790,91 +668,8 @@ def _bound_name(imp: Import, fam: str) -> str:
     return _last(imp.module.replace("::", ".").replace("/", ".").replace("\\", "."))
 
 
-_OPTIONAL = re.compile(r"^(?:[\w.]*\.)?(?:Optional|Final|ClassVar|Annotated|Type|type)\[(.*)\]$")
-_WRAPPERS = ("*", "&mut ", "&", "?", "!", "const ", "mut ")
-
-
-def _main_type(text: str) -> str:
-    """The class a type expression names: Optional[Client] / Client | None / "Client" /
-    *Client / Client<T> / Client? -> Client; "" for anything else (unions, literals…)."""
-    text = text.strip().strip("\"'")
-    for _ in range(3):
-        match = _OPTIONAL.match(text)
-        if match is None:
-            break
-        text = match.group(1).split(",")[0].strip().strip("\"'")
-    parts = [p.strip() for p in text.split("|") if p.strip() not in ("None", "null", "undefined")]
-    if len(parts) != 1:
-        return ""
-    text = parts[0]
-    for keyword in ("struct ", "union ", "enum ", "class ", "typename "):
-        text = text.removeprefix(keyword)
-    for wrapper in _WRAPPERS:
-        text = text.removeprefix(wrapper).removesuffix(wrapper.strip())
-    for bracket in ("[", "<", "("):
-        text = text.split(bracket, 1)[0]
-    text = text.replace("::", ".").strip()
-    return text if all(p.isidentifier() for p in text.split(".")) else ""
-
-
 def _within(enclosing: str, scope: str) -> bool:
     return not scope or enclosing == scope or enclosing.startswith(scope + ".")
-
-
-_CONTAINERS = re.compile(
-    r"^(?:[\w.]*\.)?(?:list|List|Sequence|MutableSequence|Iterable|Iterator|Collection|set|Set|"
-    r"frozenset|FrozenSet|AbstractSet|MutableSet|tuple|Tuple|Generator|AsyncIterator|"
-    r"AsyncIterable|deque|Deque|KeysView|ValuesView)\[(.*)\]$"
-)
-
-
-def _closing(text: str) -> int:
-    """Index of the parenthesis closing the one that opens `text`, or -1."""
-    depth = 0
-    for index, char in enumerate(text):
-        depth += (char == "(") - (char == ")")
-        if depth == 0:
-            return index
-    return -1
-
-
-def _element_type(text: str) -> str:
-    """`list[Parameter]` / `t.Iterator[Option]` / `tuple[Arg, ...]` / Go `[]*Item`,
-    `map[string]*Item` -> the element type."""
-    text = text.strip()
-    if text.startswith("[]"):
-        return text[2:]
-    if text.startswith("map[") and "]" in text:
-        return text.split("]", 1)[1]
-    match = _CONTAINERS.match(text.strip("\"'"))
-    if match is None:
-        return ""
-    return _split_arguments(match.group(1))[0] if match.group(1) else ""
-
-
-def _callable_result(text: str) -> str:
-    """`t.Callable[[F], Group]` -> "Group"; "" for anything that is not a Callable."""
-    text = text.strip().strip("\"'")
-    head, _, inner = text.partition("[")
-    if not head.endswith("Callable") or not inner.endswith("]"):
-        return ""
-    arguments = _split_arguments(inner[:-1])
-    return arguments[-1] if len(arguments) == 2 else ""
-
-
-def _split_arguments(text: str) -> list[str]:
-    """Top-level comma-separated parts of a type's arguments."""
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        if char in "[(<":
-            depth += 1
-        elif char in "])>":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(text[start:index].strip())
-            start = index + 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
 
 
 def _join_module(module: str, name: str) -> str:
