@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,11 +37,15 @@ from memserver.core.writes import ForgetPlan, NoteWrite
 from memserver.memory.atomic import atomise
 from memserver.memory.codeblocks import split_code
 from memserver.memory.forgotten import add_forgotten, literal_pattern
+from memserver.memory.review import ForgetPreview, Reviewer, ReviewResult
 from memserver.store.index import IndexStore
 from memserver.text.passages import embed_text
 from memserver.text.secrets import Scrubber
 from memserver.text.sentences import entities
 from memserver.text.timeexpr import resolve_relative
+
+if TYPE_CHECKING:
+    from memserver.store.events import Event
 
 __all__ = ["ConversationSummary", "ForgetResult", "MemoryService", "RememberResult"]
 
@@ -399,16 +403,19 @@ class MemoryService:
         memory_ids.extend(m for m, mem in memories.items() if mem.status != FORGOTTEN)
         return chunk_ids, memory_ids
 
-    def _files(self, patterns: Sequence[str]) -> tuple[list[str], list[str]]:
-        """Current chunk ids and manifest paths matching gitignore-style patterns; the
-        patterns are recorded so the next indexing run leaves those files out."""
+    def _files(self, patterns: Sequence[str], *, record: bool = True
+               ) -> tuple[list[str], list[str]]:  # fmt: skip
+        """Current chunk ids and manifest paths matching gitignore-style patterns; unless
+        `record` is false, the patterns are recorded so the next indexing run leaves those
+        files out."""
         manifest = self.store.files.read()
         # an indexed path is taken as written, even when it holds glob characters or `\`
         exact = {p.strip("/") for p in patterns} & set(manifest)
         globs = [p for p in patterns if p.strip("/") not in exact]
         match = path_matcher(globs, "path")
         matched = sorted(p for p in manifest if p in exact or match(p))
-        add_forgotten(self.store.dir, [*map(literal_pattern, sorted(exact)), *globs])
+        if record:
+            add_forgotten(self.store.dir, [*map(literal_pattern, sorted(exact)), *globs])
         states = self.store.chunks.states_of(
             [cid for p in matched for cid in manifest[p].chunk_ids]
         )
@@ -420,3 +427,43 @@ class MemoryService:
         parts = [f"[{cid}] {c.text}" for cid, (c, _) in chunks.items()]
         parts += [f"[{mid}] {m.text}" for mid, m in mems.items()]
         return "\n".join(parts)[:100_000]
+
+    # -- review (the review page; see memory.review) ---------------------------------------
+
+    def preview_forget(self, ids: Sequence[str] = (), paths: Sequence[str] = ()
+                       ) -> ForgetPreview:  # fmt: skip
+        """What `forget(ids, paths)` would reach, cascade included; changes nothing."""
+        if not ids and not paths:
+            raise BadRequest("nothing to forget", hint="pass memory or chunk ids, or a path")
+        chunk_ids, memory_ids = self._resolve(ids)
+        out = ForgetPreview()
+        if paths:
+            file_chunks, out.paths = self._files(paths, record=False)
+            chunk_ids += file_chunks
+        memory_ids += [
+            m.id for m in self.store.memories.of_origin(chunk_ids) if m.status != FORGOTTEN
+        ]
+        out.memories = list(dict.fromkeys(memory_ids))
+        out.chunks = list(dict.fromkeys(chunk_ids))
+        stale = sorted(set(self.store.memories.citing(out.chunks)) - set(out.memories))
+        out.stale = [m for m, mem in self.store.memories.get(stale).items() if mem.status == ACTIVE]
+        out.derived = sorted(m.id for m in self.store.memories.derived_from(out.memories)
+                             if m.status != FORGOTTEN)  # fmt: skip
+        return out
+
+    def keep(self, memory_id: str, *, reason: str = "") -> ReviewResult:
+        """A stale note's memory still holds: a copy citing the code as it is now
+        supersedes it."""
+        return Reviewer(self).keep(memory_id, reason=reason)
+
+    def rewrite(self, memory_id: str, note: Note, *, reason: str = "") -> ReviewResult:
+        """Edit a memory into a new note, whose first memory supersedes it."""
+        return Reviewer(self).rewrite(memory_id, note, reason=reason)
+
+    def mark_checked(self, note_id: str, *, reason: str = "") -> ReviewResult:
+        """A person looked at a note's redactions (it leaves the redaction queue)."""
+        return Reviewer(self).mark_checked(note_id, reason=reason)
+
+    def undo(self, event: Event, *, reason: str = "") -> ReviewResult:
+        """Undo a keep, rewrite, checked, or a forget of memories that did not erase."""
+        return Reviewer(self).undo(event, reason=reason)
