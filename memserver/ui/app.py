@@ -91,7 +91,8 @@ def search(request: Request, state: UiState) -> Response:
     q = p.get("q", "").strip()
     form = {k: p.get(k, "") for k in ("paths", "languages", "kinds", "user", "session",
                                       "agent", "budget")}  # fmt: skip
-    form["memories"] = p.get("memories", "1" if not q else "")
+    # the checkbox sends nothing when cleared: the full form says it was there
+    form["memories"] = p.get("memories", "") if p.get("filters") == "1" else "1"
     if not q:
         return page(request, "search.html", "Search", form=form, result=None, memories={})
     filters = Filters(check_paths(csv_param(form["paths"])), csv_param(form["languages"]),

@@ -36,7 +36,8 @@ SECURITY_HEADERS = {
     "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    # not no-referrer: under it a browser sends `Origin: null` with its form posts
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
 
