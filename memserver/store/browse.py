@@ -216,11 +216,15 @@ class Browser:
             parts.append(f"coalesce(event_time, valid_from) <= {_ts(q.until)}")
         if q.distillers:
             parts.append(in_list("distiller", q.distillers))
-        records = [_record(r) for r in self._memory_rows(_and(parts))]
-        records.sort(key=lambda r: (r.time or datetime.min.replace(tzinfo=UTC), r.memory.id),
-                     reverse=True)  # fmt: skip
-        window = records[q.offset : q.offset + q.limit]
-        return Page(tuple(window), len(records), q.offset, q.limit)
+        # sort on three columns, then read the page's rows whole
+        with lance_errors("read memories"):
+            keys = ldb.scan(self.store.table(MEMORIES), _and(parts),
+                            ["id", "event_time", "valid_from"]).to_pylist()  # fmt: skip
+        never = datetime.min.replace(tzinfo=UTC)
+        keys.sort(key=lambda r: (r["event_time"] or r["valid_from"] or never, r["id"]),
+                  reverse=True)  # fmt: skip
+        window = [r["id"] for r in keys[q.offset : q.offset + q.limit]]
+        return Page(tuple(self.records(window)), len(keys), q.offset, q.limit)
 
     def stale_notes(self, limit: int = 200) -> list[MemoryRecord]:
         """Stale memories of notes that cite code (the review queue), oldest change first."""

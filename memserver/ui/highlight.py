@@ -6,7 +6,7 @@ styles are CSS classes (no inline styles, so the page's Content-Security-Policy 
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 from markupsafe import Markup
 from pygments import highlight as _highlight
@@ -30,6 +30,7 @@ def _lexer(language: str) -> object:
         return TextLexer(stripnl=False)
 
 
+@lru_cache(maxsize=1024)  # chunks are immutable: a search shows many of the same again
 def highlight(text: str, language: str, first_line: int = 1) -> Markup:
     """`text` as highlighted HTML with line numbers starting at `first_line`."""
     formatter = HtmlFormatter(

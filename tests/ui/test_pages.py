@@ -37,6 +37,10 @@ def test_search_runs_recall_with_filters_and_scope(client, scenario) -> None:
     assert r.status_code == 200
     assert "src/billing.py" in r.text and f"/memories/{scenario.stale_memory}" in r.text
     assert 'class="hl"' in r.text  # highlighted code
+    quick = client.get("/search", params={"q": "apply_discount rate"})  # the header's box
+    assert f"/memories/{scenario.stale_memory}" in quick.text  # memories are included
+    cleared = client.get("/search", params={"q": "apply_discount rate", "filters": "1"})
+    assert f"/memories/{scenario.stale_memory}" not in cleared.text  # the box unticked
     r = client.get("/search", params={"q": "apply_discount", "paths": "README.md"})
     assert "src/billing.py" not in r.text
     bob = client.get("/search", params={"q": "squash merges billing", "user": "bob"})
