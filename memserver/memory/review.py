@@ -130,6 +130,12 @@ class Reviewer:
         supersedes it."""
         with self.store.lock(self.svc.lock_timeout):
             old = self._memory(memory_id, (STALE,))
+            origin = self.store.chunks.get(old.source_ids[:1]).get(old.source_ids[0])
+            if origin is None or origin[0].origin == "file":
+                raise BadRequest(
+                    f"{memory_id} was distilled from code: it follows its code",
+                    hint="it is active again when the code is; edit it into a note, or forget it",
+                )
             sources = reanchored(self.store, old)
             new = Memory(
                 make_memory_id(sources, old.type, old.text), old.type, old.key, old.text, sources,

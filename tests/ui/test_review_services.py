@@ -7,7 +7,7 @@ import pytest
 
 from memserver.core.errors import BadRequest
 from memserver.core.requests import Note
-from memserver.store.browse import EventQuery
+from memserver.store.browse import EventQuery, MemoryQuery
 from memserver.text.terms import query_terms
 from tests.ui.reviewkit import ERASE_TEXT, STALE_TEXT
 
@@ -56,6 +56,9 @@ def test_keep_reanchors_a_stale_note_to_the_current_code_and_undo_puts_it_back(
         svc.undo(keep.event)
     with pytest.raises(BadRequest, match="not stale"):
         svc.keep(new_id)
+    code = engine.browser().memories(MemoryQuery(statuses=("stale",), distillers=("heuristic-v1",)))
+    with pytest.raises(BadRequest, match="follows its code"):
+        svc.keep(code.items[0].memory.id)
 
 
 def test_rewrite_remembers_a_new_note_that_supersedes_the_old_and_undo_forgets_it(
