@@ -535,6 +535,43 @@ def _register_serve() -> None:
 _register_serve()
 
 
+# -- ui -------------------------------------------------------------------------
+
+
+@main.command()
+@index_options
+@click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8766, show_default=True,
+              help="Port of the page.")  # fmt: skip
+@click.option("--no-open", is_flag=True, help="Do not open the browser.")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow a non-loopback --host (needs a token in $MEMSERVER_TOKEN).")  # fmt: skip
+@click.option("--allowed-host", "allowed_hosts", multiple=True,
+              help="Extra Host header value (name:port) to accept (repeatable).")  # fmt: skip
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="warning", show_default=True, help="Logs go to stderr.")  # fmt: skip
+@handle_errors
+def ui(root_opt: str | None, index_dir: str | None, host: str, port: int, no_open: bool,
+       allow_remote: bool, allowed_hosts: tuple[str, ...], log_level: str) -> None:  # fmt: skip
+    """Serve the review page: memories with the code they cite, stale notes, consolidation
+    proposals, forget and erase, the audit log and index health.
+
+    Local only (127.0.0.1) by default, with the HTTP transport's Host/Origin checks; with a
+    token in $MEMSERVER_TOKEN every request needs it (the printed address carries it).
+    Opens the browser when run from a terminal. Every change is logged with actor `ui`.
+    """
+    import os
+
+    from memserver.ui.serve import serve_ui
+
+    serve_ui(
+        _engine(root_opt, index_dir), host=host, port=port,
+        token=os.environ.get("MEMSERVER_TOKEN") or None, allow_remote=allow_remote,
+        extra_hosts=allowed_hosts, open_browser=sys.stdout.isatty() and not no_open,
+        log_level=log_level, announce=lambda line: click.echo(line, err=True),
+    )  # fmt: skip
+
+
 # -- eval -----------------------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from memserver.memory.service import MemoryService
     from memserver.retrieve.attribute import Attributor
     from memserver.retrieve.recall import Expander, Recaller
+    from memserver.store.browse import Browser
     from memserver.store.doctor import DoctorReport
     from memserver.store.index import IndexStore
     from memserver.tokens import TiktokenCounter
@@ -306,6 +307,12 @@ class Engine:
             self.open_store(), affinity=c.affinity, neighbours=c.neighbours,
             half_life_days=c.half_life_days, lock_timeout=self.lock_timeout,
         )  # fmt: skip
+
+    def browser(self, store: IndexStore | None = None) -> Browser:
+        """Read-only views of the index for a person (the review page)."""
+        from memserver.store.browse import Browser
+
+        return Browser(store or self.open_store())
 
     def attributor(self, store: IndexStore | None = None,
                    embedder: Embedder | None = None) -> Attributor:  # fmt: skip

@@ -133,6 +133,7 @@ ALLOWED = {
     "embed": {"core", "config", "text", "embed"},
     "llm": {"core", "config", "llm"},
     "store": {"core", "text", "store"},
+    "graph": {"core", "graph"},
     "ingest": {"core", "config", "text", "store", "indexers", "ingest"},
     "retrieve": {"core", "config", "text", "indexers", "retrieve"},
     "memory": {"core", "config", "text", "store", "indexers", "memory"},

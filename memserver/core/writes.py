@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 from memserver.core.types import Chunk, FileRecord, ForgetRule, Memory
 
-__all__ = ["ConsolidationWrite", "FileChanges", "ForgetPlan", "NoteWrite", "Place", "Vectors"]
+__all__ = [
+    "ConsolidationWrite", "FileChanges", "ForgetPlan", "NoteWrite", "Place", "Revision", "Vectors",
+]  # fmt: skip
 
 Place = tuple[int, int, str, str]  # where a chunk sits in its file: start, end, symbol, header
 Vectors = Mapping[str, Sequence[float]]  # row id → vector
@@ -78,3 +80,18 @@ class ConsolidationWrite:
     contradicted: Mapping[str, str]  # older → newer (closed)
     events: Sequence[EventRow]
     actor: str
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A person's review decision on memories (the review page): new memories that replace
+    stale ones, statuses put back by an undo, and the events that say so. Nothing is
+    deleted: a replaced memory is superseded (kept, attributable), an undone one restored."""
+
+    added: Sequence[tuple[Memory, str]] = ()  # (memory, origin chunk), stored or rewritten
+    vectors: Vectors = field(default_factory=dict)
+    superseded: Mapping[str, str] = field(default_factory=dict)  # memory → its replacement
+    restored: Mapping[str, str] = field(default_factory=dict)  # memory → status it returns to
+    events: Sequence[EventRow] = ()
+    actor: str = "memserver"
+    reason: str = "review"

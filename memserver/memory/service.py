@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,11 +42,15 @@ from memserver.core.types import ACTIVE, FORGOTTEN, MEMORY_TYPES, STALE, Chunk, 
 from memserver.core.writes import ForgetPlan, NoteWrite
 from memserver.memory.atomic import atomise
 from memserver.memory.codeblocks import split_code
+from memserver.memory.review import ForgetPreview, Reviewer, ReviewResult
 from memserver.store.index import IndexStore
 from memserver.text.passages import embed_text
 from memserver.text.secrets import Scrubber
 from memserver.text.sentences import entities
 from memserver.text.timeexpr import resolve_relative
+
+if TYPE_CHECKING:
+    from memserver.store.events import Event
 
 __all__ = ["ConversationSummary", "ForgetResult", "MemoryService", "RememberResult"]
 
@@ -461,3 +465,60 @@ class MemoryService:
         parts = [f"[{cid}] {c.text}" for cid, (c, _) in chunks.items()]
         parts += [f"[{mid}] {m.text}" for mid, m in mems.items()]
         return "\n".join(parts)[:100_000]
+
+    # -- review (the review page; see memory.review) ---------------------------------------
+
+    def owner_scope(self, ids: Sequence[str]) -> Scope:
+        """The scope of the stored notes and memories `ids` (one owner): what a person on the
+        review page acts in when forgetting them, since the page shows every scope."""
+        chunks, memories = self.store.sources(list(ids))
+        found: dict[str, str] = {}
+        for key, value in (*(p for c in chunks.values() for p in c.scope),
+                           *(p for m in memories.values() for p in m.scope)):  # fmt: skip
+            if found.setdefault(key, value) != value:
+                raise BadRequest(
+                    f"these ids belong to different {key}s ({found[key]}, {value})",
+                    hint="forget the notes of one user, session or agent at a time",
+                )
+        return tuple(sorted(found.items()))
+
+    def preview_forget(
+        self, ids: Sequence[str] = (), paths: Sequence[str] = (), *, erase: bool = False,
+        scope: Scope = (),
+    ) -> ForgetPreview:  # fmt: skip
+        """What `forget(ids, paths)` would reach, cascade included; changes nothing."""
+        if not ids and not paths:
+            raise BadRequest("nothing to forget", hint="pass memory or chunk ids, or a path")
+        checked = [check_forget_path(p) for p in paths]
+        chunk_ids, memory_ids = self._resolve(ids, scope, erase)
+        out = ForgetPreview()
+        if checked:
+            file_chunks, out.paths, _ = self._files(checked, "")
+            chunk_ids += file_chunks
+        memory_ids += [m.id for m in self.store.memories.of_origin(chunk_ids)
+                       if erase or m.status != FORGOTTEN]  # fmt: skip
+        out.memories = list(dict.fromkeys(memory_ids))
+        out.chunks = list(dict.fromkeys(chunk_ids))
+        abstractions, _ = self._derived(out.memories, erase)
+        going = set(out.memories) | set(abstractions)
+        stale = sorted(set(self.store.memories.citing(out.chunks)) - going)
+        out.stale = [m for m, mem in self.store.memories.get(stale).items() if mem.status == ACTIVE]
+        out.derived = sorted(abstractions)
+        return out
+
+    def keep(self, memory_id: str, *, reason: str = "") -> ReviewResult:
+        """A stale note's memory still holds: a copy citing the code as it is now
+        supersedes it."""
+        return Reviewer(self).keep(memory_id, reason=reason)
+
+    def rewrite(self, memory_id: str, note: Note, *, reason: str = "") -> ReviewResult:
+        """Edit a memory into a new note, whose first memory supersedes it."""
+        return Reviewer(self).rewrite(memory_id, note, reason=reason)
+
+    def mark_checked(self, note_id: str, *, reason: str = "") -> ReviewResult:
+        """A person looked at a note's redactions (it leaves the redaction queue)."""
+        return Reviewer(self).mark_checked(note_id, reason=reason)
+
+    def undo(self, event: Event, *, reason: str = "") -> ReviewResult:
+        """Undo a keep, rewrite, checked, or a forget of memories that did not erase."""
+        return Reviewer(self).undo(event, reason=reason)

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memserver.core.ids import content_hash
 from memserver.store import lancedb as ldb
-from memserver.store.lancedb import Table, lance_errors, sql_quote
+from memserver.store.lancedb import Table, in_list, lance_errors, sql_quote
 
 __all__ = ["Event", "EventLog"]
 
@@ -27,6 +28,13 @@ class Event:
     after: str
     actor: str
     reason: str
+
+    @property
+    def key(self) -> str:
+        """A handle on this row (the table has no id column): `e_` + 16 hex of its time, op
+        and targets. An `undo` event lists the key of the event it undid among its targets."""
+        digest = content_hash(f"{self.time.isoformat()}|{self.op}|{','.join(self.targets)}")
+        return "e_" + digest[:16]
 
 
 class EventLog:
@@ -57,6 +65,10 @@ class EventLog:
         """Events naming `target`, oldest first."""
         where = f"array_has(targets, {sql_quote(target)})"
         return self.find(where)
+
+    def with_ops(self, ops: Sequence[str]) -> list[Event]:
+        """Events of these operations, oldest first."""
+        return self.find(in_list("op", ops)) if ops else []
 
     def find(self, where: str | None = None, limit: int | None = None) -> list[Event]:
         columns = ["time", "op", "targets", "before", "after", "actor", "reason"]

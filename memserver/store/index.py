@@ -22,7 +22,14 @@ import numpy as np
 
 from memserver.core.errors import IndexMissing, StoreError
 from memserver.core.types import Chunk, Memory
-from memserver.core.writes import ConsolidationWrite, FileChanges, ForgetPlan, NoteWrite, Vectors
+from memserver.core.writes import (
+    ConsolidationWrite,
+    FileChanges,
+    ForgetPlan,
+    NoteWrite,
+    Revision,
+    Vectors,
+)
 from memserver.store import forgotten, statecache
 from memserver.store import lancedb as ldb
 from memserver.store.bm25 import Bm25Index
@@ -49,6 +56,11 @@ FILES = "files"
 MEMORIES = "memories"
 EVENTS = "events"
 TABLES = (CHUNKS, FILES, MEMORIES, EVENTS)
+
+
+def _searchable(m: Memory) -> bool:
+    """Recall may show it: active, or a stale note about code (marked stale)."""
+    return m.status == ACTIVE or (m.status == STALE and len(m.source_ids) > 1)
 
 
 def _now_iso() -> str:
@@ -262,6 +274,25 @@ class IndexStore:
             self.keyword.delete([*w.superseded, *w.contradicted])
             self.keyword.commit()
             self.events.append_many(w.events, actor=w.actor, reason="sleep-time consolidation")
+
+    def revise(self, w: Revision) -> None:
+        """A review decision (the review page): memories that replace others go in first,
+        then the replaced ones are superseded and undone ones restored, then the keyword
+        index follows and the events are logged. Restored memories are searchable when
+        recall may show them (active, or stale notes about code)."""
+        with self.writing():
+            self.memories.insert(w.added, self.meta.project, replace=True, vectors=w.vectors)
+            self.keyword.add_memories(m for m, _ in w.added)
+            self.memories.supersede(w.superseded, close=False)
+            self.memories.restore(w.restored)
+            back = self.memories.get(list(w.restored))
+            shown = [m for m in back.values() if _searchable(m)]
+            hidden = {*w.superseded, *w.restored} - {m.id for m in shown}
+            if hidden:
+                self.keyword.delete(sorted(hidden))
+            self.keyword.add_memories(shown)
+            self.keyword.commit()
+            self.events.append_many(w.events, actor=w.actor, reason=w.reason)
 
     # -- maintenance -----------------------------------------------------------------
 

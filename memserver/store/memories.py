@@ -281,6 +281,18 @@ class MemoryRows:
             for newer, ids in groups.items():
                 ldb.update_ids(self.table, "id", ids, {**values, "superseded_by": newer})
 
+    def restore(self, statuses: Mapping[str, str]) -> None:
+        """Put memories back to a status (an undone review decision): no longer superseded
+        or closed."""
+        groups: dict[str, list[str]] = {}
+        for mid, status in statuses.items():
+            groups.setdefault(status, []).append(mid)
+        with lance_errors("restore memories"):
+            for status, ids in groups.items():
+                values: dict[str, Any] = {"status": status, "superseded_by": None,
+                                          "valid_to": None}  # fmt: skip
+                ldb.update_ids(self.table, "id", ids, values)
+
     def reactivate(self, ids: Sequence[str]) -> None:
         """Superseded members of an erased abstraction are active again."""
         values: dict[str, Any] = {"status": ACTIVE, "superseded_by": None, "valid_to": None}
