@@ -50,7 +50,7 @@ _KEY_QUALIFIER = re.compile(
 )
 _PASS_ALONE = re.compile(r"pass[ \t]*[:=]")
 _BASIC = re.compile(r"basic[ \t]+[a-z0-9+/]{12}")
-_URL_AUTH = re.compile(r"://[^\s/@]*:[^\s/@]+@")
+_URL_AUTH = re.compile(r"://[^\s/@:]{0,256}:[^\s/@]{1,256}@")
 
 
 def _pass_hit(low: str, text: str, i: int) -> bool:
@@ -132,9 +132,13 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]
 _AUTH_HEADER = re.compile(
     r"\b([Bb]earer|BEARER|[Bb]asic|BASIC|Token)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)"
 )
-_URL_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'<>]*:([^\s@/\"'<>]+)@")
+# Lengths are bounded (and possessive where a cut value would be wrong) so that no line,
+# however long or repetitive, costs more than linear time.
+_URL_PASSWORD = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@\"'<>]{0,256}:([^\s@/\"'<>]{1,256})@"
+)
 _PEM = re.compile(
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(.*?)"
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(.{0,16384}?)"
     r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S,
 )  # fmt: skip
 _PEM_LINE = re.compile(r"[A-Za-z0-9+/=]{16,}|[A-Za-z-]+: .*")  # base64, or Proc-Type: headers
@@ -149,13 +153,14 @@ _ASSIGN = re.compile(
     r"(?P<type>(?:[ \t]*:[ \t]*[&\w<>\[\]., *']{1,40}?|[ \t]+[\w.*\[\]]{1,30}?)"
     r"(?=[ \t]*=[^=>~]))?"
     r"[ \t]*(?P<op>:=|=>|\?=|=(?![=>~])|:(?![:=]))[ \t]*"
-    r"(?:[rbuf]?(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n])*)(?P=q)"
-    r"|(?P<bv>[^\s\"'`,;()\[\]{}<>]+)(?P<tail>[ \t]*[(\[]|\.\w|::)?)"
+    r"(?:[rbuf]?(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n]){0,4096}+)(?P=q)"
+    r"|(?P<bv>[^\s\"'`,;()\[\]{}<>]{1,1024}+)(?![^\s\"'`,;()\[\]{}<>])"
+    r"(?P<tail>[ \t]*[(\[]|::)?)"
 )
 # ("API_KEY", "value"): Setenv, define, setProperty, headers.set
 _PAIR = re.compile(
     r"[\"'`](?P<key>[A-Za-z_$][\w$.\-]*)[\"'`][ \t]*,[ \t]*[rbuf]?"
-    r"(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n])*)(?P=q)"
+    r"(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n]){0,4096}+)(?P=q)"
 )
 # Dockerfile `ENV KEY value`, csh `setenv KEY value`
 _SPACED = re.compile(
@@ -174,20 +179,20 @@ _NAME_VALUE = re.compile(
 _PROSE = re.compile(
     r"(?i)\b(?P<key>pass(?:word|wd|phrase|code)|pwd|token|secret|(?:api|access|auth|bearer|bot"
     r"|deploy|refresh|session|secret|service|app|client|admin|root|master|ci)[ _-]?(?:token|key"
-    r"|secret))s?(?:[ \t]+(?:for|of|on|to)[ \t]+(?:the[ \t]+)?[\w.@:/-]+)?"
+    r"|secret))s?(?:[ \t]+(?:for|of|on|to)[ \t]+(?:the[ \t]+)?[\w.@:/-]{1,100})?"
     r"(?:[ \t]+(?:is|was|are|becomes|(?:is[ \t]+)?set[ \t]+to|(?:would|will)[ \t]+be)"
     r"(?:[ \t]+(?:now|still))?[ \t]+|[ \t]*[:=][ \t]*)"
     r"(?:(?P<q>[\"'`])(?P<qv>(?:(?!(?P=q))[^\n]){1,80})(?P=q)|“(?P<cv>[^”\n]{1,80})”"
     r"|(?P<bv>[^\s\"'`“]+))"
 )
 _CLI = (  # command lines with a password argument: (what the line must hold, pattern)
-    ("mysql", re.compile(r"\bmysql(?:dump|admin|import|sh|slap|check)?\b[^\n]*?[ \t]-p"
+    ("mysql", re.compile(r"\bmysql(?:dump|admin|import|sh|slap|check)?\b[^\n]{0,300}?[ \t]-p"
                          r"(?:(?P<q>[\"'])(?P<qv>[^\"'\n]+)(?P=q)|(?P<bv>[^\s\"'-]\S*))")),
     ("sshpass", re.compile(r"\bsshpass[ \t]+-p[ \t]*(?P<bv>[^\s\"'-]\S*)")),
-    ("redis-cli", re.compile(r"\bredis-cli\b[^\n]*?[ \t]-a[ \t]+(?P<bv>[^\s\"'-]\S*)")),
-    ("docker", re.compile(r"\bdocker[ \t]+login\b[^\n]*?[ \t]-p[ \t]+(?P<bv>[^\s\"'-]\S*)")),
+    ("redis-cli", re.compile(r"\bredis-cli\b[^\n]{0,300}?[ \t]-a[ \t]+(?P<bv>[^\s\"'-]\S*)")),
+    ("docker", re.compile(r"\bdocker[ \t]+login\b[^\n]{0,300}?[ \t]-p[ \t]+(?P<bv>[^\s\"'-]\S*)")),
     ("curl", re.compile(
-        r"\bcurl\b[^\n]*?[ \t](?:-u|--user)[ \t]+[\"']?[^\s:\"']+:(?P<bv>[^\s\"'@]+)")),
+        r"\bcurl\b[^\n]{0,400}?[ \t](?:-u|--user)[ \t]+[\"']?[^\s:\"']+:(?P<bv>[^\s\"'@]+)")),
 )  # fmt: skip
 _LONG_OPTION = re.compile(
     r"(?<![\w-])--(?P<key>[A-Za-z][\w-]*)(?:=|[ \t]+)"

@@ -236,3 +236,17 @@ def test_notes_keep_their_redaction_format_and_kinds() -> None:
 def test_a_template_url_is_not_a_password() -> None:
     text = 'url = f"postgres://{user}:{password}@{host}/app"'
     assert Scrubber(emails=False, phones=False).scrub(text) == (text, [])
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["password=" * 20000, 'password="' * 20000, "a" * 100000 + "://x:y@",
+     ("mysql " * 5000) + "x" * 10000, "token:" * 30000],
+)  # fmt: skip
+def test_no_line_costs_more_than_linear_time(line: str) -> None:
+    """A repetitive line once took 339 s (every name's value scanned to the line's end)."""
+    import time
+
+    started = time.perf_counter()
+    out, _ = mask_code(line, "python")
+    assert time.perf_counter() - started < 5 and out.count("\n") == 0
