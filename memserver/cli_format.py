@@ -185,7 +185,9 @@ def print_status(info: dict[str, Any]) -> None:
     if info["unembedded_chunks"]:
         rows.append(("pending", f"{info['unembedded_chunks']} chunks without vectors"))
     if info.get("masked"):
-        rows.append(("secrets", f"{masked_summary(info['masked'])} masked"))
+        paths = sorted(info["masked"])
+        shown = ", ".join(paths[:10]) + (f" … (+{len(paths) - 10})" if len(paths) > 10 else "")
+        rows.append(("secrets", f"{masked_summary(info['masked'])} masked: {shown}"))
     for k, v in rows:
         table.add_row(k, v)
     out.print(table)

@@ -97,5 +97,6 @@ def test_the_cli_reports_kinds_and_counts_never_values(tmp_path: Path) -> None:
     assert "secrets masked: 1 values in 1 file (github-token 1): new.py" in text
     status = runner.invoke(main, ["status", "--root", str(root)]).output
     assert "5 values in 3 files" in status and "github-token 2" in status
+    assert "deploy.yaml, new.py, src/app.py" in " ".join(status.split())
     for out in (done.output, text, status):
         assert GHP not in out and PASSWORD not in out and AKIA not in out
