@@ -158,8 +158,8 @@ class Indexer:
                     )
                 )  # fmt: skip
                 continue
-            text, found = mask_code(text, f.language, f.path)  # the hash stays the file's
-            plan.changed.append(_FilePlan(f, digest, text, old, masked_counts(found)))
+            text, spans = mask_code(text, f.language, f.path)  # the hash stays the file's
+            plan.changed.append(_FilePlan(f, digest, text, old, masked_counts(spans)))
         plan.removed.extend(manifest.values())  # in the manifest, gone from the tree
         self.progress.finish()
         return plan
