@@ -92,15 +92,17 @@ PLACEHOLDER = re.compile(
 )
 # templates and patterns: `%s`, `%(name)s`, `{name}`, Windows' `%VAR%`, a regex
 FORMAT = re.compile(
-    r"^%[-#0 +]*\d*[sdrfx]$|%\(\w+\)[sdr]|\{[\w.\[\]!:]*\}|%[A-Z_][A-Z0-9_]*%"
+    r"^%[-#0 +]*\d*[sdrfx]$|%\(\w+\)[sdr]|\{[\w.\[\]!:]*\}|^%[A-Z_][A-Z0-9_]*%"
     r"|\(\?|\[\^|\.\*|\\[dswb]"
 )
 _NAME_DIGITS = re.compile(r"^[A-Za-z]+(?:[_-][A-Za-z]+)*\d*$")
 _NAME_LIKE = re.compile(r"^[_-]?[A-Za-z]+(?:[_-][A-Za-z]+)*$")  # `_password_reset_token`
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|^[A-Z]+$")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+$")
-_PATHLIKE = re.compile(r"^(?:\.{0,2}/|~/|[A-Za-z]:\\)|\.(?:txt|json|pem|key|crt|ya?ml|env|cfg|"
-                       r"conf|ini|toml|py|js|ts|sh)$|^[a-z][a-z0-9+.-]*://[^@]*$")  # fmt: skip
+_PATHLIKE = re.compile(
+    r"^(?:\.{0,2}/|~/|[A-Za-z]:\\)[\w.\-/\\]*$|^[a-z][a-z0-9+.-]*://[^@]*$"
+    r"|\.(?:txt|json|pem|key|crt|ya?ml|env|cfg|conf|ini|toml|py|js|ts|sh)$"
+)
 _WORDISH = re.compile(r"[a-z]{4,}|[A-Z][a-z]{3,}")
 _CASED_WORDS = re.compile(r"^[a-z]*(?:[A-Z][a-z]+)+$|^[A-Z]+$|^[a-z]+$")
 _SYMBOLS = frozenset("!@#$%^&*~+=/")
@@ -128,7 +130,8 @@ def code_ish(value: str, key: str) -> bool:
     """A reference, template or stand-in rather than a value."""
     return bool(
         PLACEHOLDER.match(value) or _ENV_NAME.match(value) or _DOTTED.match(value)
-        or _PATHLIKE.search(value) or FORMAT.search(value)
+        or (_PATHLIKE.search(value) and not random_looking(value.replace("/", "")))
+        or FORMAT.search(value)
         or value.lower() == key.lower().strip("$") or len(set(value)) == 1
         or (_NAME_LIKE.match(value) and key_class(value))  # a name: "_password_reset_token"
         or (_NAME_DIGITS.match(value) and key_class(value) >= SECRET)  # "password2", "new_token"

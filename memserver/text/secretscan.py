@@ -128,7 +128,7 @@ _PROVIDERS: tuple[tuple[str, str, re.Pattern[str], Callable[[str], bool] | None]
      None),
 )  # fmt: skip
 # a 40-character AWS secret access key, on a line that speaks of AWS or a secret
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AUTH_HEADER = re.compile(
     r"\b([Bb]earer|BEARER|[Bb]asic|BASIC|Token)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)"
 )
@@ -151,8 +151,8 @@ _NAME_HINTS = ("pass", "pwd", "secret", "token", "key", "cred")
 _ASSIGN = re.compile(
     r"(?P<kq>[\"'`]?\]?)"
     r"(?P<type>(?:[ \t]*:[ \t]*[&\w<>\[\]., *']{1,40}?|[ \t]+[\w.*\[\]]{1,30}?)"
-    r"(?=[ \t]*=[^=>~]))?"
-    r"[ \t]*(?P<op>:=|=>|\?=|=(?![=>~])|:(?![:=]))[ \t]*"
+    r"(?=[ \t]*=(?![=>]|~[ \t])))?"  # `=~ /re/` matches; `X=~s3cret` assigns
+    r"[ \t]*(?P<op>:=|=>|\?=|=(?![=>]|~[ \t])|:(?![:=]))[ \t]*"
     r"(?:[rbuf]?(?P<q>[\"'`])(?P<qv>(?:\\.|(?!(?P=q))[^\\\n]){0,4096}+)(?P=q)"
     r"|(?P<bv>[^\s\"'`,;()\[\]{}<>]{1,1024}+)(?![^\s\"'`,;()\[\]{}<>])"
     r"(?P<tail>[ \t]*[(\[]|::)?)"
