@@ -692,6 +692,56 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
         print_eval(report)
 
 
+@eval_.command(name="scrub")
+@click.option("--code", is_flag=True, help="Also plant secrets in a copy of a repository.")
+@click.option(
+    "--repo", type=click.Path(exists=True, file_okay=False), default=None,
+    help="The repository to copy for --code (default: memserver's own source).",
+)  # fmt: skip
+@click.option("--secrets", "n_secrets", type=click.IntRange(1), default=480, show_default=True,
+              help="Secrets to plant (each run: notes and code).")  # fmt: skip
+@click.option("--harmless", "n_harmless", type=click.IntRange(1), default=480,
+              show_default=True, help="Harmless high-entropy tokens to plant.")  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--embedder", default="hashing", show_default=True,
+              help="Embedding model for the index of the copy.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def eval_scrub(code: bool, repo: str | None, n_secrets: int, n_harmless: int, seed: int,
+               embedder: str, as_json: bool) -> None:  # fmt: skip
+    """Planted secrets that survive, and harmless tokens lost, in notes and indexed code."""
+    import tempfile
+    from pathlib import Path
+
+    import memserver
+    from memserver.engine import Engine
+    from memserver.eval.scrub import run, run_code, source_lines
+
+    source = Path(memserver.__file__).resolve().parents[1]
+    lines = source_lines([source / "memserver", source / "indexers"], 3000, seed=seed)
+    report: dict[str, Any] = {"notes": run(n_secrets, n_harmless, lines, seed=seed).to_dict()}
+    if code:
+        with tempfile.TemporaryDirectory(prefix="memserver-scrub-") as tmp:
+            report["code"] = run_code(
+                Path(repo) if repo else source, Path(tmp),
+                lambda root, index_dir: Engine(root, index_dir, embedder_flag=embedder, env={}),
+                n_secrets=n_secrets, n_harmless=n_harmless, seed=seed,
+                log=lambda msg: click.echo(msg, err=True),
+            ).to_dict()  # fmt: skip
+    if as_json:
+        _emit_json(report)
+        return
+    for name, r in report.items():
+        masked = r.get("harmless_masked", r.get("harmless_redacted", 0))
+        click.echo(
+            f"{name}: {r['leaked']} of {r['secrets']} planted secrets ({r['kinds']} kinds) "
+            f"recoverable; {masked} of {r['harmless_tokens']} harmless tokens masked "
+            f"({masked / max(1, r['harmless_tokens']):.2%})"
+        )
+        for kind, n in r["per_kind"].items():
+            click.echo(f"  {kind}: {n['leaked']} of {n['planted']} leaked")
+
+
 @eval_.command(name="locomo")
 @click.option(
     "--dataset", type=click.Path(exists=True, dir_okay=False), required=True,

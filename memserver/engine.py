@@ -423,6 +423,7 @@ class Engine:
             git=GitState(meta.git_commit, meta.git_branch, commit, branch),
             stale_files=tuple(sorted(stale)), new_files=tuple(sorted(set(on_disk) - set(manifest))),
             removed_files=tuple(sorted(set(manifest) - set(on_disk))),
+            masked={p: dict(r.masked) for p, r in sorted(manifest.items()) if r.masked},
         )  # fmt: skip
 
 

@@ -237,10 +237,16 @@ class IndexReport:
     seconds_embedding: float = 0.0
     embedder: str = ""
     repaired: int = 0  # rows fixed by reconciliation after an interrupted run
+    # secret values masked in the files this run indexed: path → kind → count (never values)
+    masked: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def files_skipped(self) -> int:
         return len(self.skipped)
+
+    @property
+    def masked_total(self) -> int:
+        return sum(sum(kinds.values()) for kinds in self.masked.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -265,6 +271,8 @@ class IndexReport:
             "seconds_embedding": round(self.seconds_embedding, 3),
             "embedder": self.embedder,
             "repaired": self.repaired,
+            "masked_total": self.masked_total,
+            "masked": {p: dict(sorted(k.items())) for p, k in sorted(self.masked.items())},
         }
 
 
@@ -280,6 +288,7 @@ class FileRecord:
     chunk_ids: tuple[str, ...]
     git_commit: str = ""
     git_branch: str = ""
+    masked: tuple[tuple[str, int], ...] = ()  # (kind, count) of secret values masked in it
 
 
 # memory statuses: active and stale ones are recalled (stale marked); superseded ones stay
@@ -372,6 +381,7 @@ class Status:
     removed_files: tuple[str, ...]
     watcher: dict[str, Any] = field(default_factory=lambda: {"state": "off"})
     server: dict[str, Any] = field(default_factory=dict)  # set by a running server
+    masked: dict[str, dict[str, int]] = field(default_factory=dict)  # path → kind → count
 
     @property
     def up_to_date(self) -> bool:
@@ -384,6 +394,12 @@ class Status:
         for name in ("stale_files", "new_files", "removed_files"):
             out[name] = list(out[name])
         out["up_to_date"] = self.up_to_date
+        by_kind: dict[str, int] = {}
+        for kinds in self.masked.values():
+            for kind, n in kinds.items():
+                by_kind[kind] = by_kind.get(kind, 0) + n
+        out["masked_total"] = sum(by_kind.values())
+        out["masked_by_kind"] = dict(sorted(by_kind.items()))
         if not self.server:
             del out["server"]
         return out

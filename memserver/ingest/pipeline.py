@@ -30,6 +30,7 @@ from memserver.core.writes import FileChanges, Place
 from memserver.ingest.memories import MemoryPlanner
 from memserver.store.index import IndexStore
 from memserver.text.passages import embed_text
+from memserver.text.secrets import mask_code, masked_counts
 
 _STEP = 16  # chunks embedded between two looks at a stop condition
 # Storing a batch's vectors (a merge on id) costs a scan of the whole table: 2.4-3 s at
@@ -44,8 +45,9 @@ _MAX_BATCH = 32_768
 class _FilePlan:
     source: SourceFile
     digest: str
-    text: str
+    text: str  # with secret values masked: nothing past the read sees them
     old: FileRecord | None
+    masked: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -157,11 +159,13 @@ class Indexer:
                 plan.unchanged += 1
                 plan.touched.append(
                     FileRecord(
-                        f.path, digest, f.size, f.mtime_ns, f.language, old.chunk_ids, *self.git
+                        f.path, digest, f.size, f.mtime_ns, f.language, old.chunk_ids, *self.git,
+                        masked=old.masked,
                     )
-                )
+                )  # fmt: skip
                 continue
-            plan.changed.append(_FilePlan(f, digest, text, old))
+            text, spans = mask_code(text, f.language, f.path)  # the hash stays the file's
+            plan.changed.append(_FilePlan(f, digest, text, old, masked_counts(spans)))
         plan.removed.extend(manifest.values())  # in the manifest, gone from the tree
         self.progress.finish()
         return plan
@@ -205,9 +209,11 @@ class Indexer:
             records.append(
                 FileRecord(
                     s.path, fp.digest, s.size, s.mtime_ns, s.language,
-                    tuple(c.id for c in chunks), *self.git,
+                    tuple(c.id for c in chunks), *self.git, masked=fp.masked,
                 )
             )  # fmt: skip
+            if fp.masked:
+                report.masked[s.path] = dict(fp.masked)
             report.tokens += sum(c.tokens for c in chunks)
         kept = set(existing)
         reopened = [cid for cid in kept if not states[cid]]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -231,6 +231,8 @@ class MemoryService:
         project = self.store.meta.project
         when = (note.event_time or datetime.now(UTC)).astimezone(UTC)
         clean, redactions = self.scrubber.scrub(note.text)
+        note, more = self._scrubbed_fields(note)
+        redactions += more
         prose, blocks = split_code(clean)
         scope_key = ",".join(f"{k}={v}" for k, v in note.scope)
         origin = "turn" if note.turn_id else "note"
@@ -246,6 +248,19 @@ class MemoryService:
             redacted=dict(Counter(r.kind for r in redactions)),
         )  # fmt: skip
         return result, note, clean, prose, blocks, when, path
+
+    def _scrubbed_fields(self, note: Note) -> tuple[Note, list[Any]]:
+        """Tags, speaker and turn id are stored (and searched) too: scrub them like the text."""
+        found: list[Any] = []
+        cleaned = []
+        for value in (*note.tags, note.speaker, note.turn_id):
+            clean, spans = self.scrubber.scrub(value) if value else (value, [])
+            cleaned.append(clean)
+            found += spans
+        if not found:
+            return note, []
+        *tags, speaker, turn_id = cleaned
+        return replace(note, tags=tuple(tags), speaker=speaker, turn_id=turn_id), found
 
     def _build(
         self, result: RememberResult, note: Note, prose: str, blocks: Sequence[Any],
