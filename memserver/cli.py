@@ -242,6 +242,10 @@ def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder:
     is_flag=True,
     help="Also show scores, the searches that found each item and its notes.",
 )
+@click.option(
+    "--format", "fmt", type=click.Choice(["chunks", "map"]), default="chunks",
+    help="chunks: evidence with code; map: ranked files with their places (~1,000 tokens).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def recall(
@@ -259,6 +263,7 @@ def recall(
     no_rerank: bool,
     scopes: tuple[str, ...],
     explain: bool,
+    fmt: str,
     as_json: bool,
 ) -> None:
     """Find the code that answers QUERY: ranked chunks with paths and line ranges.
@@ -275,7 +280,7 @@ def recall(
     opts = {
         "k": k, "budget_tokens": budget_tokens, "max_files": max_files,
         "filters": Filters(paths, languages, kinds, _scope(scopes)),
-        "include_memories": not no_memories, "explain": explain,
+        "include_memories": not no_memories, "explain": explain, "format": fmt,
     }  # fmt: skip
     if queries is not None:
         for n, line in enumerate(queries, start=1):

@@ -24,6 +24,10 @@ from memserver.embed import embedder_identity, make_embedder
 from memserver.store import statecache
 from memserver.store.meta import read_meta
 
+# bumped when an index gains a part older indexes lack (2: the whole-file keyword index):
+# a run then skips the stat cache's "nothing changed", and reconciling adds the part
+STORE_LAYOUT = 2
+
 if TYPE_CHECKING:
     from indexers.chunking import FileChunker
     from indexers.watcher import Watcher
@@ -217,7 +221,7 @@ class Engine:
         started = time.monotonic()
         git = head(self.root)
         name, dim = self.embedder_identity()
-        key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}"
+        key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}|layout {STORE_LAYOUT}"
         saved = None if rebuild or ci else statecache.unchanged(self.index_dir, key, walked.files)
         if saved and saved.get("chunks_unembedded") == 0:
             report.skipped.update({s.path: s.reason for s in walked.skipped})
@@ -285,6 +289,7 @@ class Engine:
         return Recaller(
             view.get, store.keyword, self.query_embedder, s, tokens=self.tokens,
             reranker=reranker, expander=self.expander(), root=self.root,
+            files=store.file_keyword, dense_chars=self.settings.embedding.max_chars,
         )  # fmt: skip
 
     def memory_service(self, *, embedder: Embedder | None = None,

@@ -189,6 +189,27 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class MapSymbol:
+    """One place in a map answer's file: a chunk's symbol, span and first code line."""
+
+    id: str
+    name: str
+    start_line: int
+    end_line: int
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
+class MapFile:
+    """One file of a map answer: where to look, and its most relevant places."""
+
+    path: str
+    score: float
+    role: str
+    symbols: tuple[MapSymbol, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RecallResult:
     query: str
     found: bool | None
@@ -199,6 +220,8 @@ class RecallResult:
     unembedded: int = 0  # current chunks still waiting for a vector
     signals: dict[str, float] = field(default_factory=dict)  # the gate's inputs, for calibration
     degraded: str = ""  # why recall ran without a part (the model), and the fix
+    files: tuple[MapFile, ...] = ()  # a map answer's files (format "map"), best first
+    format: str = "chunks"  # "chunks" (evidence with code) or "map" (files and places)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -210,7 +233,15 @@ class RecallResult:
             "unembedded_chunks": self.unembedded,
             "degraded": self.degraded,
             "evidence": [e.to_dict() for e in self.evidence],
+            **({"files": [_map_file_dict(f) for f in self.files]} if self.format == "map" else {}),
         }
+
+
+def _map_file_dict(f: MapFile) -> dict[str, Any]:
+    return {"path": f.path, "score": round(f.score, 6), "role": f.role,
+            "symbols": [{"id": m.id, "name": m.name, "start_line": m.start_line,
+                         "end_line": m.end_line, "signature": m.signature}
+                        for m in f.symbols]}  # fmt: skip
 
 
 @dataclass(slots=True)

@@ -26,7 +26,7 @@ from memserver.core.types import (
     PathSet,
     SourceFile,
 )
-from memserver.core.writes import FileChanges, Place
+from memserver.core.writes import FileChanges, Place, file_documents
 from memserver.ingest.memories import MemoryPlanner
 from memserver.store.index import IndexStore
 from memserver.text.passages import embed_text
@@ -228,7 +228,8 @@ class Indexer:
             moved_chunks=[existing[cid] for cid in moved], closed=gone,
             memories_added=fresh, memories_revived=revived, memories_searchable=live,
             memories_hidden=hidden, follow_origin=self.distiller is not None,
-            notes_stale=memories.chunks_closed(gone), records=records,
+            notes_stale=memories.chunks_closed(gone),
+            documents=file_documents([c for _, chunks in cut for c in chunks]), records=records,
         ))  # fmt: skip
         for c in new:
             states[c.id] = True

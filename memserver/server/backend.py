@@ -158,6 +158,7 @@ class Backend:
         include_memories: bool = True,
         scope: Scope = (),
         explain: bool = False,
+        format: str = "chunks",
     ) -> tuple[str, dict[str, Any]]:
         """(the answer as text, the same as data), each within the budget."""
         scope = self.scope_for(scope)
@@ -168,6 +169,7 @@ class Backend:
             filters=Filters(paths, languages, kinds, scope),
             include_memories=include_memories,
             explain=explain,
+            format=format,
         )
         self._attribution(engine, recaller, store).note_evidence(result.evidence)  # loaded
         return render.recall_text(result, explain), render.recall_dict(result, explain)
