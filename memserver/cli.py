@@ -632,6 +632,44 @@ def _write_report(report_dir: str, page: Any, data: Any) -> None:
     click.echo(f"report: {written.index} ({len(written.figures)} figures)", err=True)
 
 
+@main.group()
+def model() -> None:
+    """The embedding model: fetch it once into the per-user cache, see where it is."""
+
+
+@model.command(name="fetch")
+@index_options
+@click.option("--model", "name", default=None, help="A fastembed model (default: the config's).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def model_fetch(root_opt: str | None, index_dir: str | None, name: str | None,
+                as_json: bool) -> None:  # fmt: skip
+    """Download the embedding model (once, with internet access) and check that it loads.
+
+    It goes to the per-user model cache (or [embedding] cache_dir / FASTEMBED_CACHE_PATH),
+    where every later `memserver` process finds it, MCP servers included."""
+    found, where, dim = _engine(root_opt, index_dir, name).fetch_model()
+    if as_json:
+        _emit_json({"model": found, "cache_dir": where, "dim": dim})
+    else:
+        click.echo(f"{found} is ready in {where} ({dim} dimensions)")
+
+
+@model.command(name="where")
+@index_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def model_where(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
+    """Say which model this project uses, where it is looked for, and whether it is there."""
+    check = _engine(root_opt, index_dir).model_check()
+    if as_json:
+        _emit_json({"ok": check.ok, "detail": check.detail})
+    else:
+        click.echo(check.detail)
+    if not check.ok:
+        raise SystemExit(7)
+
+
 @main.group(name="eval")
 def eval_() -> None:
     """Benchmarks: retrieval quality, abstention and latency on labelled data."""

@@ -110,6 +110,8 @@ def print_index_report(r: IndexReport) -> None:
             else ""
         )
     )
+    if r.vectors_pending:
+        out.print(f"  [yellow]vectors pending:[/] {safe(r.vectors_pending)}")
     out.print(
         f"  time: {r.seconds:.1f}s (searchable by keyword after {r.seconds_to_search:.1f}s, "
         f"embedding {r.seconds_embedding:.1f}s)"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memserver.config import Settings, load_settings
-from memserver.core.errors import PathError, StoreError
+from memserver.core.errors import ModelUnavailable, PathError, StoreError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Distiller, Embedder, Progress, Reranker
 from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from memserver.retrieve.attribute import Attributor
     from memserver.retrieve.recall import Expander, Recaller
     from memserver.store.browse import Browser
-    from memserver.store.doctor import DoctorReport
+    from memserver.store.doctor import Check, DoctorReport
     from memserver.store.index import IndexStore
     from memserver.tokens import TiktokenCounter
 
@@ -100,7 +100,8 @@ class Engine:
 
     @cached_property
     def embedder(self) -> Embedder | None:
-        return make_embedder(self.settings.embedding)
+        """The indexing model: it may download the model once (the recall path never does)."""
+        return make_embedder(self.settings.embedding, download=True)
 
     @cached_property
     def query_embedder(self) -> Embedder | None:
@@ -112,7 +113,9 @@ class Engine:
     def watch_embedder(self) -> Embedder | None:
         """The same model with `[watch] embed_threads` threads, for the watcher's batches."""
         emb = self.settings.embedding
-        return make_embedder(dataclasses.replace(emb, threads=self.settings.watch.embed_threads))
+        return make_embedder(
+            dataclasses.replace(emb, threads=self.settings.watch.embed_threads), download=True
+        )
 
     def embedder_identity(self) -> tuple[str, int]:
         return embedder_identity(self.settings.embedding)
@@ -392,7 +395,37 @@ class Engine:
             configured=embedder_identity(self.configured_embedding),
             expects_memories=makes_statements,
         )  # fmt: skip
-        return doctor.run(repair=repair)
+        report = doctor.run(repair=repair)
+        report.checks.append(self.model_check())
+        return report
+
+    def model_check(self) -> Check:
+        """Whether the embedding model is where this process looks for it, and the fix."""
+        from memserver.embed.fastembed import FastEmbedder
+        from memserver.embed.models import fix_hint
+        from memserver.store.doctor import Check
+
+        embedder = self.query_embedder
+        if not isinstance(embedder, FastEmbedder):
+            return Check("model", True, f"{self.settings.embedding.model}: nothing to load")
+        if embedder.cached():
+            return Check("model", True, f"{embedder.name} in {embedder.cache}")
+        return Check("model", False, f"{embedder.name} is not in {embedder.cache}: recall is "
+                     f"keyword-only; {fix_hint(embedder.name, embedder.cache)}")  # fmt: skip
+
+    def fetch_model(self) -> tuple[str, str, int]:
+        """Download the embedding model into its cache (if missing) and try it once:
+        (model, cache folder, dimension)."""
+        from memserver.embed.fastembed import FastEmbedder
+
+        embedder = make_embedder(self.configured_embedding, download=True)
+        if not isinstance(embedder, FastEmbedder):
+            raise ModelUnavailable(
+                f"{self.configured_embedding.model!r} is not a model to download",
+                hint="set [embedding] model to a fastembed model name, or pass --model",
+            )
+        vector = embedder.embed_documents(["def hello(): return 'world'"])[0]
+        return embedder.name, str(embedder.cache), len(vector)
 
     def status(self, store: IndexStore | None = None) -> Status:
         from indexers.read import Refused, read_bytes

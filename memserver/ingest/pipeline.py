@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from indexers.walk import read_source
+from memserver.core.errors import ModelUnavailable
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import (
@@ -292,8 +293,15 @@ class Indexer:
         started = time.monotonic()
         if self.counting:  # only a progress bar needs the total
             self.progress.start("embedding", chunks.count_unembedded() + mem.count_unembedded())
-        chunks_done = self._embed_chunks(report, stop)
-        done = chunks_done and not (stop and stop()) and self._embed_memories(report, stop)
+        try:
+            chunks_done = self._embed_chunks(report, stop)
+            done = chunks_done and not (stop and stop()) and self._embed_memories(report, stop)
+        except ModelUnavailable as exc:  # searchable by keyword; vectors wait for the model
+            self.progress.finish()
+            report.vectors_pending = f"{exc.message}; fix: {exc.hint}"
+            report.seconds_embedding += time.monotonic() - started
+            report.chunks_unembedded = chunks.count_unembedded()
+            return False
         self.progress.finish()
         report.seconds_embedding += time.monotonic() - started
         report.chunks_unembedded = 0 if chunks_done else chunks.count_unembedded()

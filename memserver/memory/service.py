@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memserver.config import MemorySettings
-from memserver.core.errors import BadRequest
+from memserver.core.errors import BadRequest, ModelUnavailable
 from memserver.core.ids import chunk_id, content_hash, memory_id, normalise
 from memserver.core.protocols import Embedder, TokenCounter
 from memserver.core.requests import (
@@ -195,8 +195,11 @@ class MemoryService:
 
         vectors = None
         if self.embedder is not None and notes:
-            vectors = np.asarray(self.embedder.embed_documents([n.text for n in notes]),
-                                 dtype=np.float32)  # fmt: skip
+            try:
+                vectors = np.asarray(self.embedder.embed_documents([n.text for n in notes]),
+                                     dtype=np.float32)  # fmt: skip
+            except ModelUnavailable:  # novelty by words alone (salience handles None)
+                vectors = None
         scores = turn_scores([n.text for n in notes], vectors)
         threshold = self.settings.turn_min_score
         kept = [n for n, s in zip(notes, scores, strict=True) if s >= threshold]
@@ -358,12 +361,16 @@ class MemoryService:
         return list(dict.fromkeys(cites))[:limit], unknown
 
     def _vectors(self, chunks: Sequence[Chunk], memories: Sequence[Memory]) -> dict[str, Any]:
-        """Embedded before anything is written, so rows go in complete."""
+        """Embedded before anything is written, so rows go in complete. Without the model
+        they go in without vectors (searchable by keyword; the next index run embeds them)."""
         if self.embedder is None or not self.store.meta.dim:
             return {}
         texts = [embed_text(c) for c in chunks] + [m.text for m in memories]
         ids = [c.id for c in chunks] + [m.id for m in memories]
-        return dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
+        try:
+            return dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
+        except ModelUnavailable:
+            return {}
 
     # -- forget --------------------------------------------------------------------
 

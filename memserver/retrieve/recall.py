@@ -18,6 +18,7 @@ import numpy as np
 from indexers.read import Refused, read_bytes
 from memserver.config import RecallSettings
 from memserver.core import render
+from memserver.core.errors import ModelUnavailable
 from memserver.core.ids import content_hash
 from memserver.core.protocols import Embedder, KeywordIndex, Reranker, Snapshot, TokenCounter
 from memserver.core.requests import LIMITS, Filters, check_budget, check_format, check_query
@@ -166,10 +167,7 @@ class Recaller:
         budget: int, max_files: int, explain: bool, fmt: str,
     ) -> RecallResult:  # fmt: skip
         s = self.settings
-        qvs: list[np.ndarray] = []
-        if self.embedder is not None and snap.has_vectors():
-            texts = dense_texts(plan, self.dense_chars)
-            qvs = [np.asarray(v, dtype=np.float32) for v in self.embedder.embed_documents(texts)]
+        qvs = self._query_vectors(snap, lambda: dense_texts(plan, self.dense_chars))
         answer = retrieve_long(
             snap, self.keyword, self.files, plan, qvs, masks, s,
             include_memories=include_memories, k=k if fmt != "map" else s.map_files,
@@ -233,19 +231,31 @@ class Recaller:
     ) -> tuple[list[Evidence], dict[str, Ranked]]:
         """Arms and fusion for a short query: the evidence rows, best first."""
         s = self.settings
-        qvs: list[np.ndarray] = []
-        if self.embedder is not None and snap.has_vectors():
-            # dense arms for the first routes only: MiniLM already maps synonyms close
-            # together, and each extra route costs a model call (~6 ms on 2 cores)
-            routes = plan.routes[: max(1, s.dense_routes)]
-            vecs = self.embedder.embed_documents([r.text for r in routes])
-            qvs = [np.asarray(v, dtype=np.float32) for v in vecs]
+        # dense arms for the first routes only: MiniLM already maps synonyms close together,
+        # and each extra route costs a model call (~6 ms on 2 cores)
+        routes = plan.routes[: max(1, s.dense_routes)]
+        qvs = self._query_vectors(snap, lambda: [r.text for r in routes])
         specs = arms.plan_arms(plan, s, dense_count=len(qvs), include_memories=include_memories,
                                large=snap.large)  # fmt: skip
         ranked, weights, via = arms.run_arms(specs, snap, self.keyword, plan, qvs, masks)
         fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
         firsts = {a.split("/", 1)[1]: r for a, r in ranked.items() if a.startswith("original/")}
         return self._evidence(snap, fused, via), firsts
+
+    def _query_vectors(self, snap: Snapshot, texts: Callable[[], list[str]]
+                       ) -> list[np.ndarray]:  # fmt: skip
+        """The query's vectors for the dense arms; none without vectors in the index, or
+        when the model cannot be loaded: recall then runs on keywords and says why."""
+        if self.embedder is None or not snap.has_vectors():
+            return []
+        try:
+            vectors = self.embedder.embed_documents(texts())
+        except ModelUnavailable as exc:
+            self.degraded = (f"keyword search only: {exc.message}; fix: run `memserver model "
+                             "fetch`, or see `memserver doctor`")  # fmt: skip
+            return []
+        self.degraded = ""
+        return [np.asarray(v, dtype=np.float32) for v in vectors]
 
     def _refine(
         self, snap: Snapshot, query: str, evidence: list[Evidence], k: int, rerank: bool
@@ -340,7 +350,7 @@ class Recaller:
 
     def _confidence(self, signals: GateSignals) -> float:
         s = self.settings
-        if self.embedder is None:  # BM25 only: lexical coverage is all there is
+        if self.embedder is None or self.degraded:  # BM25 only: lexical coverage is all
             return signals.coverage
         return confidence(signals, s.gate_weights, s.gate_bias)
 

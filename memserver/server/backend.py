@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memserver.core import render
-from memserver.core.errors import MemserverError
+from memserver.core.errors import IndexMissing, MemserverError
 from memserver.core.requests import Filters, Note, Scope, caller_scope, visible
 
 if TYPE_CHECKING:
@@ -99,6 +99,16 @@ class Backend:
             store = engine.open_store()
             recaller = engine.recaller(store=store)
             recaller.snapshots()  # read the snapshot now, not during the first query
+        except IndexMissing as exc:
+            if self._watcher is None:
+                self.last_error = str(exc)
+                raise
+            self.last_error = "the first index is being built"
+            raise IndexMissing(
+                f"the index of {self.root or '.'} is being built (serve --watch started its first "
+                "run)",
+                hint="ask again in a few seconds: keyword search is ready first",
+            ) from exc
         except Exception as exc:
             self.last_error = str(exc)
             raise
