@@ -294,11 +294,13 @@ def recall(
                     f"--queries line {n} is not a {{qid, query}} object: {exc}"
                 ) from exc
             found = recaller.recall(text, **opts)
-            _emit_json({"qid": item.get("qid", n), **render.recall_dict(found, explain)})
+            click.echo(
+                render.dumps({"qid": item.get("qid", n), **render.recall_dict(found, explain)})
+            )
         return
     result = recaller.recall(query, **opts)
-    if as_json:
-        _emit_json(render.recall_dict(result, explain))
+    if as_json:  # compact, as the budget was measured (json.dumps spacing overruns it)
+        click.echo(render.dumps(render.recall_dict(result, explain)))
     else:
         from memserver.cli_format import print_recall
 
