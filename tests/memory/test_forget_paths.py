@@ -125,3 +125,24 @@ def test_the_cli_and_mcp_refuse_the_same_paths(repo) -> None:
         out = CliRunner().invoke(main, ["forget", "--root", str(root), "--path", bad],
                                  env={"MEMSERVER_EMBEDDING_MODEL": "hashing"})  # fmt: skip
         assert out.exit_code == 2, (bad, out.output)
+
+
+@pytest.mark.anyio
+async def test_the_mcp_tool_refuses_the_same_paths_and_records_nothing(repo, make_engine) -> None:
+    import anyio
+    from mcp import Client
+
+    from memserver.server.app import build_server
+
+    root, engine = repo
+    refused = {"nothing_here\n*": "control character", "x\n*": "control character",
+               "!private/": "negation", "/abs/path": "absolute", "../up.py": "leaves the project",
+               "docs/never.md": "matches no indexed file"}  # fmt: skip
+    with anyio.fail_after(60):
+        async with Client(build_server(root, None, embedder_flag="hashing", env={})) as client:
+            for bad, why in refused.items():
+                answer = await client.call_tool("forget", {"paths": [bad], "reason": "x"})
+                text = "\n".join(block.text for block in answer.content)
+                assert answer.is_error and why in text, (bad, text)
+    assert load_rules(engine.index_dir) == ()
+    assert _indexed(make_engine, root) == {"src/app.py", "sub/line.py", "new/x.py", ".gitignore"}
