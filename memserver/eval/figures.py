@@ -194,7 +194,8 @@ def code(report: Mapping[str, Any], queries: Sequence[Mapping[str, Any]],
               "the bench README's anchor baselines (macro).", "k", "recall@k", series,
               frozenset(methods)),
         Bars("mrr", "MRR@10", "MRR@10 per package and macro, with ablations and the README's "
-             "baselines (macro only, hatched).", "MRR@10", groups, mrr, frozenset(methods)),
+             "baselines (macro only, hatched); an abstention counts as a miss.", "MRR@10",
+             groups, mrr, frozenset(methods)),
     ]  # fmt: skip
     if queries and all(q.get("confidence") is not None for q in queries):
         figures.append(Roc(
