@@ -45,6 +45,9 @@ def test_eval_code_report(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "report/report.json").read_text())
     assert [q["answerable"] for q in data["queries"]] == [True, False]
     assert all(0 <= q["confidence"] <= 1 for q in data["queries"])
+    demo = data["packages"]["demo"]  # the index-time figure's phases, inside the total
+    phases = demo["index_seconds_to_search"] + demo["index_seconds_embedding"]
+    assert 0 < phases <= demo["index_seconds"] + 1e-3
 
 
 LOCOMO = {
