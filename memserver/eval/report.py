@@ -161,6 +161,13 @@ def _lines(ax: Any, f: Lines) -> None:
     ax.set_ylabel(f.y_label)
 
 
+def _group_ticks(ax: Any, groups: Sequence[str]) -> None:
+    """One tick per group; slanted when there are many or long names, so none overlap."""
+    slant = len(groups) > 5 or max((len(g) for g in groups), default=0) > 14
+    ax.set_xticks(range(len(groups)), list(groups), rotation=20 if slant else 0,
+                  ha="right" if slant else "center")  # fmt: skip
+
+
 def bar_slots(f: Bars) -> tuple[float, dict[str, list[tuple[float, float]]]]:
     """(bar width, series → [(x, value)]): each group is as wide as the bars it has, so a
     series drawn in one group only (a baseline) leaves no gaps in the others."""
@@ -181,7 +188,7 @@ def _bars(ax: Any, f: Bars) -> None:
         base = label in f.baselines
         ax.bar([x for x, _ in kept], [v for _, v in kept], width, label=label,
                hatch="//" if base else None, alpha=0.6 if base else 1.0)  # fmt: skip
-    ax.set_xticks(range(len(f.groups)), list(f.groups), rotation=20 if len(f.groups) > 5 else 0)
+    _group_ticks(ax, f.groups)
     ax.set_ylabel(f.y_label)
 
 
@@ -220,7 +227,7 @@ def _stacked(ax: Any, f: Stacked) -> None:
         bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
     for x, (text, top) in enumerate(zip(f.labels, bottoms, strict=False)):
         ax.annotate(text, (x, top), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(f.groups)), list(f.groups), rotation=20 if len(f.groups) > 5 else 0)
+    _group_ticks(ax, f.groups)
     ax.set_ylabel(f.y_label)
 
 
