@@ -36,7 +36,7 @@ from memserver.retrieve.gate import (
     coverage,
     long_signals,
 )
-from memserver.retrieve.longquery import dense_texts, retrieve_long
+from memserver.retrieve.longquery import FileOrder, dense_texts, retrieve_long
 from memserver.retrieve.merge import merge_adjacent
 from memserver.retrieve.pack import pack
 from memserver.retrieve.plan import QueryPlan, plan_query
@@ -61,6 +61,7 @@ class Recaller:
         root: Path | None = None,
         files: KeywordIndex | None = None,
         dense_chars: int = 2000,
+        file_order: FileOrder | None = None,
     ) -> None:
         self.snapshots = snapshots  # the current Snapshot (brought up to date by the store)
         self.keyword = keyword
@@ -69,6 +70,7 @@ class Recaller:
         self.tokens = tokens
         self.reranker = reranker
         self.expander = expander
+        self.file_order = file_order  # an LLM's order of a long query's files (optional)
         self.root = root  # the project root, to tell when a returned file changed since
         self.files = files  # whole-file keyword index (long queries' file arm), if any
         self.dense_chars = dense_chars  # what the embedding model sees of a text
@@ -172,6 +174,7 @@ class Recaller:
             snap, self.keyword, self.files, plan, qvs, masks, s,
             include_memories=include_memories, k=k if fmt != "map" else s.map_files,
             evidence_of=lambda fused, via: self._evidence(snap, fused, via),
+            reorder=self.file_order,
         )  # fmt: skip
         gate = long_signals(answer.files, answer.best_of)
         conf = confidence_of(gate, s.long_gate_weights, s.long_gate_bias)
