@@ -211,11 +211,12 @@ def _histogram(ax: Any, f: Histogram) -> None:
     bins = [lo + (hi - lo) * i / 30 for i in range(31)] if hi > lo else 10
     for i, (label, values) in enumerate(kept.items()):
         color = f"C{i}"
-        ax.hist(values, bins=bins, alpha=0.5, color=color, label=label)
+        # outlines, not filled bars: filled ones blend into colours no legend names
+        ax.hist(values, bins=bins, histtype="step", linewidth=1.4, color=color, label=label)
         for q, style in ((0.5, "-"), (0.95, "--")):
             v = percentile(values, q)
             ax.axvline(v, color=color, linestyle=style, linewidth=1,
-                       label=f"{label} p{int(q * 100)} {v:.0f}")  # fmt: skip
+                       label=f"{label} p{int(q * 100)} {v:.0f} {f.x_label}")  # fmt: skip
     ax.set_xlabel(f.x_label)
     ax.set_ylabel("count")
 
