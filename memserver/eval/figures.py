@@ -273,19 +273,41 @@ def locomo(report: Mapping[str, Any], baselines: Mapping[str, Any]) -> Page:
              "false abstention on 1-4, and the AUROC of confidence (baselines: AUROC only).",
              "rate", ["abstain (cat 5)", "false abstain (1-4)", "AUROC"], gate,
              frozenset(methods)),
-        Bars("latency", "Recall latency", "Recall p50 and p95 over all questions (the eval "
-             "reports no per-question latencies, so no histogram).", "ms", ["p50", "p95"],
-             {"memserver": [report["recall_p50_ms"], report["recall_p95_ms"]]}),
     ]  # fmt: skip
-    notes = (
-        "Not drawn: the abstention ROC and a latency histogram need per-question "
-        "confidences and latencies, which `eval.locomo.run` does not return.",
-    )
+    asked = report.get("questions")
+    if asked:
+        figures += _locomo_gate_and_latency(asked)
+        notes: tuple[str, ...] = ()
+    else:  # a report written before the eval kept its questions
+        figures.append(Bars(
+            "latency", "Recall latency", "Recall p50 and p95 over all questions (this report "
+            "has no per-question latencies, so no histogram).", "ms", ["p50", "p95"],
+            {"memserver": [report["recall_p50_ms"], report["recall_p95_ms"]]},
+        ))  # fmt: skip
+        notes = ("Not drawn: the abstention ROC and a latency histogram need per-question "
+                 "confidences and latencies, which this report does not hold.",)  # fmt: skip
     keys = ("recall@5", "recall@10", "recall@20", "all@10")
     rows = [["memserver", *(report["pooled"][k] for k in keys), cat5["auroc"]]]
     rows += [[n, *(m[k] for k in keys), m.get("auroc")] for n, m in methods.items()]
     table = Table("Pooled over categories 1-4", ["", *keys, "cat-5 AUROC"], rows)
     return Page("memserver eval locomo", tuple(figures), (table,), notes)
+
+
+def _locomo_gate_and_latency(asked: Sequence[Mapping[str, Any]]) -> list[Figure]:
+    answerable = [q for q in asked if int(q["category"]) != 5]
+    adversarial = [q for q in asked if int(q["category"]) == 5]
+    return [
+        Roc("abstention_roc", "Abstention: categories 1-4 against adversarial 5",
+            "ROC of recall's confidence for 'the conversation holds the answer' (1-4 positive, "
+            "adversarial category 5 negative); the dot is `found`.",
+            [q["confidence"] for q in answerable], [q["confidence"] for q in adversarial],
+            operating_point([(int(q["category"]) != 5, bool(q["found"])) for q in asked]),
+            "found = true"),
+        Histogram("latency", "Recall latency per question", "Recall latency per question, "
+                  "answerable (1-4) and adversarial (5), p50 (solid) and p95 (dashed) marked.",
+                  "ms", {"categories 1-4": [q["ms"] for q in answerable],
+                         "category 5": [q["ms"] for q in adversarial]}),
+    ]  # fmt: skip
 
 
 # -- attribution ----------------------------------------------------------------------------

@@ -88,6 +88,20 @@ def test_locomo_attribution_and_scale_reports(tmp_path: Path) -> None:
     write_report(tmp_path / "locomo", page, command="memserver eval locomo", data=LOCOMO)
     check_report_folder(tmp_path / "locomo", {"recall_at_k", "recall10", "abstention", "latency"})
     assert "per-question" in (tmp_path / "locomo/index.html").read_text()  # says what it lacks
+    asked = [
+        {
+            "category": c,
+            "found": c != 5 and i % 4 != 0,
+            "confidence": (c != 5) * 0.5 + (i % 7) / 20,
+            "ms": 10.0 + i,
+        }
+        for i, c in enumerate([1, 2, 3, 4, 5] * 6)
+    ]
+    page = figures.locomo({**LOCOMO, "questions": asked}, base["locomo"])
+    write_report(tmp_path / "locomo2", page, command="c", data={**LOCOMO, "questions": asked})
+    check_report_folder(tmp_path / "locomo2", {"recall_at_k", "recall10", "abstention",
+                                              "abstention_roc", "latency"})  # fmt: skip
+    assert "per-question" not in (tmp_path / "locomo2/index.html").read_text()
     write_report(tmp_path / "attribution", figures.attribution(ATTRIBUTION), command="c",
                  data=ATTRIBUTION)  # fmt: skip
     check_report_folder(tmp_path / "attribution", {"held_out", "by_style"})
