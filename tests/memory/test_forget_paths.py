@@ -67,6 +67,14 @@ def test_a_newline_cannot_smuggle_a_rule_that_drops_every_file(repo, make_engine
     assert _indexed(make_engine, root) == {"src/app.py", "sub/line.py", "new/x.py", ".gitignore"}
 
 
+def test_an_older_index_poisoned_by_the_newline_bug_keeps_its_files(repo, make_engine) -> None:
+    root, engine = repo
+    # what the old `forget --path $'nothing_here\n*'` and `--path '!private/'` left behind
+    (engine.index_dir / "forgotten.txt").write_text("nothing_here\n*\n!private/\nsub/line.py\n")
+    assert [r.pattern for r in load_rules(engine.index_dir)] == ["nothing_here", "sub/line.py"]
+    assert _indexed(make_engine, root) == {"src/app.py", "new/x.py", ".gitignore"}
+
+
 def test_a_negation_cannot_pull_gitignored_code_in(repo, make_engine) -> None:
     root, engine = repo
     with pytest.raises(BadRequest, match="negation"):
