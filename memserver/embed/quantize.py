@@ -320,15 +320,18 @@ def _quantize(variant: Variant, src: Path, dst: Path, texts: Sequence[str], work
             f"got {len(texts)}",
             hint="build it with quantize.build(..., calibration=<code chunk texts>)",
         )
+    import contextlib
+
     reader = _Calibration(src / "tokenizer.json", texts[: variant.calibration_texts],
                           fixed=variant.calibrate != "minmax")  # fmt: skip
     method = {"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile,
               "entropy": CalibrationMethod.Entropy}[variant.calibrate]  # fmt: skip
     # uint8 asymmetric activations (GELU and softmax outputs are one-sided); only MatMuls
     # with a constant weight, as in the dynamic recipes (scores × values stay fp32)
-    quantize_static(str(prepared), str(dst), reader, quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, calibrate_method=method,
-                    extra_options={"MatMulConstBOnly": True}, **common)  # fmt: skip
+    with contextlib.redirect_stdout(sys.stderr):  # its calibrators print: stdout is for data
+        quantize_static(str(prepared), str(dst), reader, quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QUInt8, calibrate_method=method,
+                        extra_options={"MatMulConstBOnly": True}, **common)  # fmt: skip
 
 
 def _digest(path: Path, algo: str) -> str:
