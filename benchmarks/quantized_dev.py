@@ -2,11 +2,11 @@
 
 Usage:
   python benchmarks/quantized_dev.py --dataset DEV.jsonl --corpora DIR
-      [--variant dyn-matmul-pc-no-ffn-out] [--cache DIR] [--work DIR] [--json]
+      [--variant dyn-matmul-pc-no-ffn-out [...]] [--cache DIR] [--work DIR] [--json]
 
 Set FASTEMBED_CACHE_PATH to the fp32 model's cache (only read) and HF_HUB_OFFLINE=1.
 Runs `memserver eval code --dataset ... --corpora ... --no-ablations --json`
-twice, in fresh processes, each on fresh indexes:
+once with fp32 and once per --variant, in fresh processes, each on fresh indexes:
 
 - fp32: the stock CLI, MEMSERVER_EMBEDDING_MODEL=sentence-transformers/all-MiniLM-L6-v2;
 - int8: MEMSERVER_EMBEDDING_MODEL=memserver/all-MiniLM-L6-v2-int8-<variant> and
@@ -83,7 +83,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", required=True, type=Path)
     ap.add_argument("--corpora", required=True, type=Path)
-    ap.add_argument("--variant", default=DEFAULT_VARIANT, choices=sorted(quantize.VARIANTS))
+    ap.add_argument("--variant", nargs="+", default=[DEFAULT_VARIANT],
+                    choices=sorted(quantize.VARIANTS), help="one eval run each")  # fmt: skip
     ap.add_argument("--cache", type=Path, default=None, help="the int8 copies' cache")
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--json", action="store_true")
@@ -93,55 +94,60 @@ def main() -> None:
         sys.exit("set FASTEMBED_CACHE_PATH to the fastembed cache holding the fp32 model")
     source = str(Path(source).resolve())
     cache = (args.cache or quantize.user_cache()).resolve()
-    name = quantize.VARIANTS[args.variant].model_name
     base = {k: v for k, v in os.environ.items() if not k.startswith("MEMSERVER_")}
     base["HF_HUB_OFFLINE"] = "1"
-    runs = {
-        "fp32": (CLI, {**base, "FASTEMBED_CACHE_PATH": source, "MEMSERVER_EMBEDDING_MODEL": FP32}),
-        "int8": (
-            QUANTIZED_CLI,
-            {
-                **base,
-                "FASTEMBED_CACHE_PATH": str(cache),
-                "FP32_CACHE": source,
-                "MEMSERVER_EMBEDDING_MODEL": name,
-                "MEMSERVER_MODEL_CACHE": str(cache),
-            },
-        ),
-    }
+    runs = {"fp32": (CLI, {**base, "FASTEMBED_CACHE_PATH": source,
+                           "MEMSERVER_EMBEDDING_MODEL": FP32})}  # fmt: skip
+    for v in args.variant:
+        name = quantize.VARIANTS[v].model_name
+        runs[v] = (QUANTIZED_CLI, {**base, "FASTEMBED_CACHE_PATH": str(cache),
+                                   "FP32_CACHE": source, "MEMSERVER_MODEL_CACHE": str(cache),
+                                   "MEMSERVER_EMBEDDING_MODEL": name})  # fmt: skip
     reports = {}
     with tempfile.TemporaryDirectory(prefix="quantized-dev-") as tmp:
         work = (args.work or Path(tmp)).resolve()
         for label, (bootstrap, env) in runs.items():
             log(f"{label}: memserver eval code ({env['MEMSERVER_EMBEDDING_MODEL']})")
             reports[label] = run_eval(bootstrap, env, args, work / label)
-    fp, q = reports["fp32"], reports["int8"]
-    out: dict[str, Any] = {"variant": args.variant, "model": name, "packages": {}}
-    for pkg in sorted(fp["packages"]):
-        a, b = pick(fp["packages"][pkg]), pick(q["packages"][pkg])
-        out["packages"][pkg] = {"fp32": a, "int8": b}
-    a, b = pick(fp["macro"]), pick(q["macro"])
-    delta = {k: round(100 * (b[k] - a[k]), 2) for k in ("mrr@10", "recall@10")}
-    out["macro"] = {"fp32": a, "int8": b, "delta_points": delta}
-    out["kept"] = all(d >= -1.0 for d in delta.values())
-    out["wall_s"] = {"fp32": fp["wall_s"], "int8": q["wall_s"]}
+    out = summarize(reports)
     if args.json:
         print(json.dumps(out, indent=1))
-        return
-    print(
-        f"int8 variant {args.variant}: kept = **{out['kept']}** "
-        f"(macro Δ MRR@10 {delta['mrr@10']:+} pt, Δ R@10 {delta['recall@10']:+} pt)\n"
-    )
-    print("| package | model | MRR@10 | R@10 | R@1 | abstain | false abstain | index s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    rows = [*((p, v) for p, v in out["packages"].items()), ("macro", out["macro"])]
-    for pkg, v in rows:
-        for label in ("fp32", "int8"):
-            s = v[label]
-            print(
-                f"| {pkg} | {label} | {s['mrr@10']} | {s['recall@10']} | {s['recall@1']} | "
-                f"{s['abstain']} | {s['false_abstain']} | {s.get('index_seconds', '')} |"
-            )
+    else:
+        print(markdown(out))
+
+
+def summarize(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    fp = reports["fp32"]
+    out: dict[str, Any] = {"packages": {}, "macro": {}, "delta_points": {}, "kept": {},
+                           "wall_s": {k: r["wall_s"] for k, r in reports.items()}}  # fmt: skip
+    for pkg in sorted(fp["packages"]):
+        out["packages"][pkg] = {k: pick(r["packages"][pkg]) for k, r in reports.items()}
+    out["macro"] = {k: pick(r["macro"]) for k, r in reports.items()}
+    a = out["macro"]["fp32"]
+    for label in reports:
+        if label == "fp32":
+            continue
+        b = out["macro"][label]
+        delta = {k: round(100 * (b[k] - a[k]), 2) for k in ("mrr@10", "recall@10")}
+        out["delta_points"][label] = delta
+        out["kept"][label] = all(d >= -1.0 for d in delta.values())
+    return out
+
+
+def markdown(out: dict[str, Any]) -> str:
+    lines = []
+    for label, delta in out["delta_points"].items():
+        lines.append(f"- int8 {label}: kept = **{out['kept'][label]}** (macro Δ MRR@10 "
+                     f"{delta['mrr@10']:+} pt, Δ R@10 {delta['recall@10']:+} pt)")  # fmt: skip
+    lines += ["", "| package | model | MRR@10 | R@10 | R@1 | abstain | false abstain | index s |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    rows = [*out["packages"].items(), ("macro", out["macro"])]
+    for pkg, by_label in rows:
+        for label, s in by_label.items():
+            lines.append(f"| {pkg} | {label} | {s['mrr@10']} | {s['recall@10']} | "
+                         f"{s['recall@1']} | {s['abstain']} | {s['false_abstain']} | "
+                         f"{s.get('index_seconds', '')} |")  # fmt: skip
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
