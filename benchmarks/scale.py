@@ -196,7 +196,7 @@ def probe(root: Path, index_dir: Path, queries: list[str]) -> dict:
         "server_peak_rss_mb": hwm, "queries": len(times), "with_evidence": found,
         "recall_p50_ms": statistics.median(times),
         "recall_p95_ms": times[min(len(times) - 1, round(0.95 * len(times)) - 1)],
-        "large_path": getattr(recaller.view.get(), "ann", None) is not None,
+        "large_path": recaller.snapshots().large,
     }  # fmt: skip
 
 
@@ -205,18 +205,18 @@ def ann_check(root: Path, index_dir: Path, queries: list[str], grid: list[tuple[
     import numpy as np
 
     from memserver.engine import Engine
-    from memserver.store.lance import vector_matrix
+    from memserver.store.lancedb import vector_matrix
 
     engine = Engine(root, index_dir)
     store = engine.open_store()
-    table = store.lance.current_table(with_vectors=True)
+    table = store.chunks.current_table(with_vectors=True)
     ids = table.column("id").to_pylist()
     vectors = vector_matrix(table, store.meta.dim)
     assert vectors is not None
     del table
     qvs = np.asarray(engine.query_embedder.embed_documents(queries), dtype=np.float32)
     exact_scores = qvs @ vectors.T
-    out: dict = {"rows": len(ids), "indexed": store.lance.vector_index_rows(), "settings": []}
+    out: dict = {"rows": len(ids), "indexed": store.vector_index("chunks")[0], "settings": []}
     for nprobes, refine in grid:
         hits = tolerant = 0
         times = []
@@ -226,7 +226,14 @@ def ann_check(root: Path, index_dir: Path, queries: list[str], grid: list[tuple[
             tenth = float(np.min(row[top]))
             exact = {ids[j] for j in top}
             t0 = time.perf_counter()
-            got = store.lance.ann_chunks(qv, 10, nprobes=nprobes, refine=refine)
+            got = store.ann_search(
+                "chunks",
+                qv,
+                10,
+                where="valid_to IS NULL AND embedded = true",
+                nprobes=nprobes,
+                refine=refine,
+            )
             times.append((time.perf_counter() - t0) * 1000)
             hits += len({cid for cid, _ in got} & exact)
             # a near-tie with the 10th exact score counts too: copies of one chunk differ

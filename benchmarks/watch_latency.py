@@ -48,11 +48,11 @@ def pct(values: list[float], q: float) -> float:
 
 def state(root: Path, index_dir: Path) -> dict[str, Any]:
     store = Engine(root, index_dir).open_store()
-    states = store.lance.chunk_states(origin="file")
+    states = store.chunks.states(origin="file")
     return {
         "current": sorted(c for c, cur in states.items() if cur),
-        "bm25": sorted(store.bm25.all_ids("chunk")),
-        "manifest": {p: sorted(r.chunk_ids) for p, r in store.lance.manifest().items()},
+        "bm25": sorted(store.keyword.all_ids("chunk")),
+        "manifest": {p: sorted(r.chunk_ids) for p, r in store.files.read().items()},
     }
 
 

@@ -12,16 +12,20 @@ every non-blank line is in exactly one chunk; `tokens` is the counter's count of
 
 from __future__ import annotations
 
+from typing import Any
+
 from indexers.markdown import markdown_pieces
 from indexers.text import Lines, Piece, merge_tiny, text_pieces, tiling_problem, to_drafts
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from indexers.treesitter import code_pieces
+from indexers.treesitter.tags import extract_tags
+from memserver.core.graph import FileTags
 from memserver.core.protocols import TokenCounter
 from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
 
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
 # Bump when a change to the chunkers changes their output: indexes re-chunk every file.
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 # Minified code: definitions cannot be cut at line granularity, so skip the parse.
 _MINIFIED_BYTES = 64_000
 _MINIFIED_LINE = 1_000
@@ -35,16 +39,39 @@ class FileChunker:
         self._tokens = tokens
 
     def chunk(self, path: str, text: str, language: str) -> ChunkResult:
+        return self._guarded(path, text, language, None)
+
+    def chunk_and_tag(self, path: str, text: str, language: str) -> tuple[ChunkResult, FileTags]:
+        """The chunks and the code graph's tags of one file, from one parse.
+
+        Tags come from the tree the chunks were cut from; a file cut into line windows
+        (not code, too many syntax errors, minified, over the parse cap) has empty tags.
+        Never raises."""
+        trees: dict[str, Any] = {}
+        result = self._guarded(path, text, language, trees)
+        tags = FileTags(path, language)
+        used = "cpp" if "cpp" in trees else language  # a `.h` the C grammar could not cut
+        if result.fallback_reason is None or "cut into line windows" in result.fallback_reason:
+            tree = trees.get(used)
+            if tree is not None:
+                tags = extract_tags(path, text, used, tree)
+        return result, tags
+
+    def _guarded(
+        self, path: str, text: str, language: str, trees: dict[str, Any] | None
+    ) -> ChunkResult:
         lines: Lines | None = None
         try:
             lines = Lines.of(text, self._tokens)
-            return self._chunk(path, lines, text, language)
+            return self._chunk(path, lines, text, language, trees)
         except Exception as exc:  # the edge: any failure becomes line windows with a reason
             reason = f"{language} chunking failed ({type(exc).__name__}: {exc}); used line windows"
             return self._windows(path, text, language, lines, reason[:500])
 
-    def _chunk(self, path: str, lines: Lines, text: str, language: str) -> ChunkResult:
-        pieces, reason = self._pieces(lines, text, language)
+    def _chunk(
+        self, path: str, lines: Lines, text: str, language: str, trees: dict[str, Any] | None
+    ) -> ChunkResult:
+        pieces, reason = self._pieces(lines, text, language, trees)
         problem = tiling_problem(pieces, lines)
         if problem is not None:  # a chunker bug must not break the coverage contract
             reason = f"internal chunking error ({problem}); used line windows"
@@ -52,22 +79,28 @@ class FileChunker:
         drafts = to_drafts(pieces, lines, path, language, self._tokens)
         return ChunkResult(drafts, reason)
 
-    def _pieces(self, lines: Lines, text: str, language: str) -> tuple[list[Piece], str | None]:
+    def _pieces(
+        self, lines: Lines, text: str, language: str, trees: dict[str, Any] | None
+    ) -> tuple[list[Piece], str | None]:
         options = self._options
         if language in CODE_LANGUAGES:
-            return self._code(lines, text.encode("utf-8", "replace"), language)
+            return self._code(lines, text.encode("utf-8", "replace"), language, trees)
         if language in MARKDOWN_LANGUAGES:
             return merge_tiny(markdown_pieces(lines, options), lines, options), None
         return text_pieces(lines, language, options), None
 
-    def _code(self, lines: Lines, source: bytes, language: str) -> tuple[list[Piece], str | None]:
+    def _code(
+        self, lines: Lines, source: bytes, language: str, trees: dict[str, Any] | None
+    ) -> tuple[list[Piece], str | None]:
         options = self._options
         reason = _skip_parse_reason(lines, source, options)
         if reason is None:
-            pieces, note = code_pieces(lines, source, language, options)
+            pieces, note = code_pieces(lines, source, language, options, trees)
             if pieces is None and language == "c":  # a `.h` header is often C++
-                pieces, retry_note = code_pieces(lines, source, "cpp", options)
+                pieces, retry_note = code_pieces(lines, source, "cpp", options, trees)
                 note = retry_note if pieces is not None else note
+                if pieces is None and trees is not None:
+                    trees.pop("cpp", None)
             if pieces is not None:
                 return merge_tiny(pieces, lines, options), note
             reason = note

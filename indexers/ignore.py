@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 from fnmatch import translate
 from typing import Any, cast
@@ -25,10 +25,12 @@ from typing import Any, cast
 from pathspec import GitIgnoreSpec
 from pathspec.pattern import Pattern
 
-from memserver.core.errors import ConfigError
+from indexers.read import Refused, read_regular_file
+from memserver.core.errors import BadRequest, ConfigError
 
 IGNORE_FILES = (".gitignore", ".ignore", ".memserverignore")  # lowest precedence first
-PROSE = frozenset({"markdown", "text"})  # soft-wrapped paragraphs make long lines normal here
+PROSE = frozenset({"markdown", "text"})
+_IGNORE_FILE_CAP = 1 << 20  # soft-wrapped paragraphs make long lines normal here
 
 # --------------------------------------------------------------------------- ignore files
 
@@ -95,11 +97,10 @@ def load_layer(directory: str, base: str, names: Set[str]) -> IgnoreLayer | None
     patterns: list[Pattern] = []
     reasons: list[tuple[int, str]] = []
     for path, reason in sources:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                lines = handle.read().splitlines()
-        except OSError:
+        data = read_regular_file(path, _IGNORE_FILE_CAP)  # not a FIFO, a link or a device
+        if isinstance(data, Refused):
             continue  # missing or unreadable ignore file: nothing to apply
+        lines = data.decode("utf-8", errors="replace").splitlines()
         patterns += _parse(lines, strict=False)
         reasons.append((len(patterns), reason))
     return _layer(base, patterns, reasons)
@@ -217,6 +218,14 @@ _SECRET_FILES = (  # checked in order against the lower-cased name; the first ma
     *("credentials", "*credentials*.json", "*service-account*.json"),
     *("secrets.yml", "secrets.yaml", "secrets.json", "secrets.toml"),
     *("*.tfstate*", "*.tfvars", "*.tfvars.json"),
+    # cloud and storage tool configs: keys in plain text
+    *(".s3cfg", ".boto", "rclone.conf", "kubeconfig*", "vault-token*", ".vault-token"),
+    # Kubernetes Secret manifests
+    *("secret.yaml", "secret.yml", "*-secret.yaml", "*-secret.yml", "*-secrets.yaml"),
+    "*-secrets.yml",
+    # app configs that hold database passwords and API keys by convention
+    *("wp-config.php", "google-services.json", "googleservice-info.plist"),
+    *("keystore.properties", "local.properties"),
 )
 _SECRET_PATHS = {(".docker", "config.json"), (".kube", "config")}  # (parent, name)
 _SECRET_ANY = re.compile("|".join(translate(p) for p in _SECRET_FILES))
@@ -412,3 +421,16 @@ def _line_end(text: str, count: int) -> int:
         if end < 0:
             return len(text)
     return end
+
+
+def path_matcher(patterns: Sequence[str], what: str = "path pattern") -> Callable[[str], bool]:
+    """Whether a root-relative file path matches gitignore-style globs (a later `!glob`
+    excludes part of an earlier one): path filters of recall, paths of forget."""
+    try:
+        spec = GitIgnoreSpec.from_lines(list(patterns))
+    except Exception as exc:
+        raise BadRequest(
+            f"invalid {what} {list(patterns)}: {exc}",
+            hint="use gitignore-style globs relative to the root, e.g. 'src/**/*.py' or 'docs/'",
+        ) from exc
+    return spec.match_file

@@ -37,10 +37,11 @@ from indexers.ignore import (
     utf8_name,
 )
 from indexers.languages import detect_language, shebang_language
+from indexers.read import Refused, read_bytes
 from memserver.core.errors import PathError
 from memserver.core.types import PathSet, Skip, SourceFile, WalkOptions, WalkResult
 
-__all__ = ["walk"]
+__all__ = ["read_source", "walk"]
 
 _Identity = tuple[int, int]  # (st_dev, st_ino)
 
@@ -56,8 +57,6 @@ EMPTY = "empty"
 BAD_NAME = "name is not valid UTF-8"
 
 _DEFAULTS = WalkOptions()
-# O_NONBLOCK: a file swapped for a FIFO since the listing must not hang the walk.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
 def walk(
@@ -336,24 +335,11 @@ class _Walker:
 
     def _read(self, candidate: _Candidate) -> SourceFile | str:
         """The file to index, or the reason its contents rule it out."""
-        cap = self.options.max_file_bytes
-        try:
-            data = _read_at_most(candidate.abs, cap + 1)
-        except OSError as exc:
-            return _unreadable(exc)
-        if len(data) > cap:
-            return _too_large(cap)
-        reason = binary_reason(data)
-        if reason is not None:
-            return reason
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            return NOT_UTF8
-        language = _language(candidate.rel, text)
-        reason = text_reason(text, language)
-        if reason is not None:
-            return reason
+        found = read_source(self.root_real, candidate.rel, candidate.abs,
+                            self.options.max_file_bytes)  # fmt: skip
+        if isinstance(found, str):
+            return found
+        data, _, language = found
         return SourceFile(
             path=candidate.rel,
             abs_path=candidate.abs,
@@ -363,19 +349,27 @@ class _Walker:
         )
 
 
-def _read_at_most(path: str, limit: int) -> bytes:
-    fd = os.open(path, _OPEN_FLAGS)
+def read_source(root_real: str, rel: str, abs_path: str, cap: int) -> tuple[bytes, str, str] | str:
+    """(bytes, text, language) of a file to index, read safely (`indexers.read`), or the
+    reason its contents rule it out: the same checks for the walk and for the read that
+    indexes it later, so a file that changed in between is judged by what is read."""
+    data = read_bytes(root_real, abs_path, cap)
+    if isinstance(data, Refused):
+        return data.reason
+    if len(data) > cap:
+        return _too_large(cap)
+    reason = binary_reason(data)
+    if reason is not None:
+        return reason
     try:
-        parts = []
-        while limit > 0:
-            part = os.read(fd, limit)
-            if not part:
-                break
-            parts.append(part)
-            limit -= len(part)
-        return b"".join(parts)
-    finally:
-        os.close(fd)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return NOT_UTF8
+    language = _language(rel, text)
+    reason = text_reason(text, language)
+    if reason is not None:
+        return reason
+    return data, text, language
 
 
 def _language(rel: str, text: str) -> str:

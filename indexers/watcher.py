@@ -206,6 +206,9 @@ class Watcher:
         self.batches = 0
         self.errors = 0
         self.last_error = ""
+        self.last_batch: Batch | None = None  # the latest batch indexed
+        self.events = 0  # file events queued so far (ignored places never count)
+        self._seen = threading.Condition()
         self._observer: Any = None
         self._watches: dict[str, Any] = {}  # top-level folder → its recursive watch
         self._stop = threading.Event()
@@ -258,8 +261,10 @@ class Watcher:
         if top == ".git":
             if len(parts) == 2 and parts[1] in _GIT_FILES:
                 self.queue.add_git()
+                self._saw_one()
             elif len(parts) == 3 and parts[1] == "info" and parts[2] == "exclude":
                 self.queue.add_full()
+                self._saw_one()
             return
         if any(rel == d or rel.startswith(d + "/") for d in self.ignore):
             return
@@ -272,8 +277,19 @@ class Watcher:
                 self._unwatch_folder(top)
         if parts[-1] in IGNORE_FILES:
             self.queue.add_full()
-            return
-        self.queue.add(rel)
+        else:
+            self.queue.add(rel)
+        self._saw_one()
+
+    def _saw_one(self) -> None:
+        with self._seen:
+            self.events += 1
+            self._seen.notify_all()
+
+    def wait_for_events(self, since: int, timeout: float) -> bool:
+        """Wait until more than `since` events have been queued (tests, benchmarks)."""
+        with self._seen:
+            return self._seen.wait_for(lambda: self.events > since, timeout)
 
     # -- running ------------------------------------------------------------------------
 
@@ -303,6 +319,7 @@ class Watcher:
             self._busy.set()
             try:
                 self.on_batch(batch)
+                self.last_batch = batch
                 self.batches += 1
                 backoff = 1.0
             except Exception as exc:  # keep watching; retry the batch later

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from memserver.core.errors import MemserverError
+from memserver.core.requests import LIMITS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -200,16 +201,17 @@ def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder:
 @main.command()
 @click.argument("query", required=False)
 @index_options
-@click.option("-k", "k", type=click.IntRange(1, 200), default=None, help="Evidence items (10).")
+@click.option("-k", "k", type=click.IntRange(1, LIMITS.k_max), default=None,
+              help="Evidence items (10).")  # fmt: skip
 @click.option(
     "--budget-tokens",
-    type=click.IntRange(1, 1_000_000),
+    type=click.IntRange(LIMITS.budget_min, LIMITS.budget_max),
     default=None,
-    help="Token budget of the evidence pack (4096).",
+    help="Token budget of the whole answer as printed (4096).",
 )
 @click.option(
     "--max-files",
-    type=click.IntRange(1, 1000),
+    type=click.IntRange(1, LIMITS.files_max),
     default=None,
     help="Distinct files in the pack (5).",
 )
@@ -235,6 +237,15 @@ def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder:
     "--scope", "scopes", multiple=True, metavar="KEY=VALUE",
     help="Only notes of this user/session/agent (and project-wide ones); repeatable.",
 )  # fmt: skip
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Also show scores, the searches that found each item and its notes.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["chunks", "map"]), default="chunks",
+    help="chunks: evidence with code; map: ranked files with their places (~1,000 tokens).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def recall(
@@ -251,6 +262,8 @@ def recall(
     no_memories: bool,
     no_rerank: bool,
     scopes: tuple[str, ...],
+    explain: bool,
+    fmt: str,
     as_json: bool,
 ) -> None:
     """Find the code that answers QUERY: ranked chunks with paths and line ranges.
@@ -258,7 +271,8 @@ def recall(
     The answer says whether the index holds an answer at all (found, confidence),
     and each item which routes and arms found it.
     """
-    from memserver.retrieve.arms import Filters
+    from memserver.core import render
+    from memserver.core.requests import Filters
 
     if not query and queries is None:
         raise click.UsageError("give a QUERY or --queries FILE.jsonl")
@@ -266,7 +280,7 @@ def recall(
     opts = {
         "k": k, "budget_tokens": budget_tokens, "max_files": max_files,
         "filters": Filters(paths, languages, kinds, _scope(scopes)),
-        "include_memories": not no_memories,
+        "include_memories": not no_memories, "explain": explain, "format": fmt,
     }  # fmt: skip
     if queries is not None:
         for n, line in enumerate(queries, start=1):
@@ -279,20 +293,20 @@ def recall(
                 raise click.UsageError(
                     f"--queries line {n} is not a {{qid, query}} object: {exc}"
                 ) from exc
-            result = recaller.recall(text, **opts).to_dict()
-            _emit_json({"qid": item.get("qid", n), **result})
+            found = recaller.recall(text, **opts)
+            _emit_json({"qid": item.get("qid", n), **render.recall_dict(found, explain)})
         return
     result = recaller.recall(query, **opts)
     if as_json:
-        _emit_json(result.to_dict())
+        _emit_json(render.recall_dict(result, explain))
     else:
         from memserver.cli_format import print_recall
 
-        print_recall(result)
+        print_recall(result, explain)
 
 
 def _scope(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    from memserver.memory.service import check_scope
+    from memserver.core.requests import check_scope
 
     parsed = []
     for pair in pairs:
@@ -339,20 +353,20 @@ def remember(
     With --conversation, every turn is remembered as its own `turn` (its time and
     turn id kept), in the given --scope.
     """
-    from memserver.memory.service import Note, parse_event_time, read_conversation
+    from memserver.core.requests import Note, parse_event_time, read_conversation
 
     if conversation is not None:
         notes = read_conversation(conversation, _scope(scopes), conversation.name)
         summary = _engine(root_opt, index_dir).memory_service().remember_conversation(notes)
-        if summary["warning"]:
-            click.secho(f"warning: {summary['warning']}", fg="yellow", err=True)
+        if summary.warning:
+            click.secho(f"warning: {summary.warning}", fg="yellow", err=True)
         if as_json:
-            _emit_json(summary)
+            _emit_json(summary.to_dict())
         else:
             click.echo(
-                f"remembered {summary['stored']} of {summary['turns']} turns "
-                f"({summary['duplicates']} already known, {summary['discarded']} "
-                f"low-information turns dropped, {summary['redactions']} redactions)"
+                f"remembered {summary.stored} of {summary.turns} turns "
+                f"({summary.duplicates} already known, {summary.discarded} "
+                f"low-information turns dropped, {summary.redactions} redactions)"
             )
         return
     if text is None or text == "-":
@@ -378,28 +392,37 @@ def remember(
 @click.option("--id", "ids", multiple=True, help="Memory, note or code-block id; repeatable.")
 @click.option(
     "--path", "paths", multiple=True,
-    help="Indexed file path or gitignore-style glob; it is also left out of later indexing.",
+    help="An indexed file or folder path, or a glob (`*`, `?`, `**`), relative to the root; it "
+    "is also left out of later indexing. Repeatable.",
 )  # fmt: skip
 @click.option("--reason", default="", help="Why (kept in the audit log).")
-@click.option("--erase", is_flag=True, help="Also blank the stored text (nothing kept).")
+@click.option(
+    "--erase",
+    is_flag=True,
+    help="Also erase the text from every table, old version and keyword segment.",
+)
+@click.option(
+    "--scope", "scopes", multiple=True, metavar="KEY=VALUE",
+    help="Whose notes: only notes this scope may see can be forgotten; repeatable.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def forget(
     root_opt: str | None, index_dir: str | None, ids: tuple[str, ...], paths: tuple[str, ...],
-    reason: str, erase: bool, as_json: bool,
+    reason: str, erase: bool, scopes: tuple[str, ...], as_json: bool,
 ) -> None:  # fmt: skip
     """Make memories, notes or files unrecallable; memories citing them turn stale."""
     if not ids and not paths:
         raise click.UsageError("give --id ID or --path PATH")
-    result = (
-        _engine(root_opt, index_dir).memory_service().forget(ids, paths, reason=reason, erase=erase)
-    )
+    service = _engine(root_opt, index_dir).memory_service()
+    result = service.forget(ids, paths, reason=reason, erase=erase, scope=_scope(scopes))
     if as_json:
         _emit_json(result.to_dict())
         return
     click.echo(f"forgot {len(result.forgotten)} items"
                + (f" ({len(result.paths)} files)" if result.paths else "")
-               + f"; {len(result.stale_marked)} memories marked stale")  # fmt: skip
+               + f"; {len(result.stale_marked)} memories marked stale"
+               + ("; erased" if erase else ""))  # fmt: skip
 
 
 @main.command()
@@ -416,15 +439,15 @@ def consolidate(root_opt: str | None, index_dir: str | None, dry_run: bool, as_j
     """
     report = _engine(root_opt, index_dir).consolidator().run(dry_run=dry_run)
     if as_json:
-        _emit_json(report)
+        _emit_json(report.to_dict())
         return
     verb = "would merge" if dry_run else "merged"
-    click.echo(f"{verb} {report['superseded']} memories into {len(report['abstractions'])} "
-               f"abstractions; {len(report['contradictions'])} contradicted; active "
-               f"{report['active_before']} → {report['active_after']}")  # fmt: skip
-    for a in report["abstractions"][:20]:
+    click.echo(f"{verb} {report.superseded} memories into {len(report.abstractions)} "
+               f"abstractions; {len(report.contradictions)} contradicted; active "
+               f"{report.active_before} → {report.active_after}")  # fmt: skip
+    for a in report.abstractions[:20]:
         click.echo(f"  {a['id']}: {a['text'][:100]}  ← {len(a['members'])} memories")
-    for c in report["contradictions"][:20]:
+    for c in report.contradictions[:20]:
         click.echo(f"  closed {c['older']}: {c['older_text'][:60]!r} → {c['newer_text'][:60]!r}")
 
 
@@ -437,7 +460,7 @@ def consolidate(root_opt: str | None, index_dir: str | None, dry_run: bool, as_j
 @handle_errors
 def status(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
     """What is indexed, when, with which embedder, and whether it matches the tree."""
-    info = _engine(root_opt, index_dir).status()
+    info = _engine(root_opt, index_dir).status().to_dict()
     if as_json:
         _emit_json(info)
     else:
@@ -488,8 +511,6 @@ def watch(path: str | None, root_opt: str | None, index_dir: str | None, as_json
     import logging
     import threading
 
-    from memserver.ingest.live import start_watching
-
     engine = _engine(path or root_opt, index_dir)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
@@ -497,7 +518,7 @@ def watch(path: str | None, root_opt: str | None, index_dir: str | None, as_json
         _emit_json(report.to_dict())
         sys.stdout.flush()
 
-    watcher, _ = start_watching(engine, on_report=emit if as_json else None)
+    watcher, _ = engine.watch(on_report=emit if as_json else None)
     click.echo(f"watching {engine.root} (index: {engine.index_dir}); Ctrl-C stops", err=True)
     try:
         threading.Event().wait()
@@ -519,6 +540,43 @@ def _register_serve() -> None:
 _register_serve()
 
 
+# -- ui -------------------------------------------------------------------------
+
+
+@main.command()
+@index_options
+@click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8766, show_default=True,
+              help="Port of the page.")  # fmt: skip
+@click.option("--no-open", is_flag=True, help="Do not open the browser.")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow a non-loopback --host (needs a token in $MEMSERVER_TOKEN).")  # fmt: skip
+@click.option("--allowed-host", "allowed_hosts", multiple=True,
+              help="Extra Host header value (name:port) to accept (repeatable).")  # fmt: skip
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="warning", show_default=True, help="Logs go to stderr.")  # fmt: skip
+@handle_errors
+def ui(root_opt: str | None, index_dir: str | None, host: str, port: int, no_open: bool,
+       allow_remote: bool, allowed_hosts: tuple[str, ...], log_level: str) -> None:  # fmt: skip
+    """Serve the review page: memories with the code they cite, stale notes, consolidation
+    proposals, forget and erase, the audit log and index health.
+
+    Local only (127.0.0.1) by default, with the HTTP transport's Host/Origin checks; with a
+    token in $MEMSERVER_TOKEN every request needs it (the printed address carries it).
+    Opens the browser when run from a terminal. Every change is logged with actor `ui`.
+    """
+    import os
+
+    from memserver.ui.serve import serve_ui
+
+    serve_ui(
+        _engine(root_opt, index_dir), host=host, port=port,
+        token=os.environ.get("MEMSERVER_TOKEN") or None, allow_remote=allow_remote,
+        extra_hosts=allowed_hosts, open_browser=sys.stdout.isatty() and not no_open,
+        log_level=log_level, announce=lambda line: click.echo(line, err=True),
+    )  # fmt: skip
+
+
 # -- eval -----------------------------------------------------------------------
 
 
@@ -536,6 +594,80 @@ def bench_options(fn: F) -> F:
         "--dataset", type=click.Path(exists=True, dir_okay=False), required=True,
         help="Queries, one JSON object per line (the code bench's dev.jsonl format).",
     )(fn)  # fmt: skip
+
+
+def report_option(fn: F) -> F:
+    """--report DIR: a folder with index.html, PNG figures and the JSON (needs matplotlib)."""
+    return click.option(
+        "--report", "report_dir", type=click.Path(file_okay=False), default=None,
+        help="Also write DIR/index.html with figures beside the JSON (pip install "
+        "'memserver[reports]').",
+    )(fn)  # fmt: skip
+
+
+def _command_line() -> str:
+    """The running command as a user would type it (for report captions)."""
+    import shlex
+
+    ctx = click.get_current_context()
+    parts = ["memserver", *ctx.command_path.split()[1:]]
+    for p in ctx.command.params:
+        value = ctx.params.get(p.name or "")
+        if not isinstance(p, click.Option) or value in (None, (), p.default):
+            continue
+        if p.is_flag:  # a --x/--no-x pair says which side; a plain flag only when set
+            if value or p.secondary_opts:
+                parts.append(p.opts[0] if value else p.secondary_opts[0])
+        else:
+            parts += [x for v in (value if p.multiple else (value,)) for x in (p.opts[0], str(v))]
+    return shlex.join(parts)
+
+
+def _write_report(report_dir: str, page: Any, data: Any) -> None:
+    from pathlib import Path
+
+    from memserver.eval.report import write_report
+
+    written = write_report(Path(report_dir), page, command=_command_line(), data=data)
+    click.echo(f"report: {written.index} ({len(written.figures)} figures)", err=True)
+
+
+@main.group()
+def model() -> None:
+    """The embedding model: fetch it once into the per-user cache, see where it is."""
+
+
+@model.command(name="fetch")
+@index_options
+@click.option("--model", "name", default=None, help="A fastembed model (default: the config's).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def model_fetch(root_opt: str | None, index_dir: str | None, name: str | None,
+                as_json: bool) -> None:  # fmt: skip
+    """Download the embedding model (once, with internet access) and check that it loads.
+
+    It goes to the per-user model cache (or [embedding] cache_dir / FASTEMBED_CACHE_PATH),
+    where every later `memserver` process finds it, MCP servers included."""
+    found, where, dim = _engine(root_opt, index_dir, name).fetch_model()
+    if as_json:
+        _emit_json({"model": found, "cache_dir": where, "dim": dim})
+    else:
+        click.echo(f"{found} is ready in {where} ({dim} dimensions)")
+
+
+@model.command(name="where")
+@index_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def model_where(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
+    """Say which model this project uses, where it is looked for, and whether it is there."""
+    check = _engine(root_opt, index_dir).model_check()
+    if as_json:
+        _emit_json({"ok": check.ok, "detail": check.detail})
+    else:
+        click.echo(check.detail)
+    if not check.ok:
+        raise SystemExit(7)
 
 
 @main.group(name="eval")
@@ -557,9 +689,11 @@ def eval_() -> None:
     help="Fit the answerability gate on these queries and print its settings.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
 @handle_errors
 def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None,
-              ablations: bool, calibrate: bool, as_json: bool) -> None:  # fmt: skip
+              ablations: bool, calibrate: bool, as_json: bool,
+              report_dir: str | None) -> None:  # fmt: skip
     """Recall@k, MRR@10, abstention and latency per package and macro-averaged."""
     import tempfile
     from pathlib import Path
@@ -567,8 +701,11 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
     from memserver.engine import Engine
     from memserver.eval.code import ABLATIONS, run
 
+    made: list[Engine] = []
+
     def make(root: Path, index_dir: Path) -> Engine:
-        return Engine(root, index_dir, embedder_flag=embedder)
+        made.append(Engine(root, index_dir, embedder_flag=embedder))
+        return made[-1]
 
     with tempfile.TemporaryDirectory(prefix="memserver-eval-") as tmp:
         report, outcomes = run(
@@ -580,12 +717,72 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
         from memserver.eval.calibrate import calibrate as fit_gate
 
         report["calibration"] = fit_gate(outcomes)
+    if report_dir:
+        from memserver.eval import figures
+
+        gate = report.get("calibration") or {
+            "gate_weights": made[-1].settings.recall.gate_weights,
+            "gate_bias": made[-1].settings.recall.gate_bias,
+        }
+        queries = figures.code_queries(outcomes, gate["gate_weights"], gate["gate_bias"])
+        page = figures.code(report, queries, figures.load_baselines()["code"])
+        _write_report(report_dir, page, {**report, "queries": queries})
     if as_json:
         _emit_json(report)
     else:
         from memserver.cli_format import print_eval
 
         print_eval(report)
+
+
+@eval_.command(name="scrub")
+@click.option("--code", is_flag=True, help="Also plant secrets in a copy of a repository.")
+@click.option(
+    "--repo", type=click.Path(exists=True, file_okay=False), default=None,
+    help="The repository to copy for --code (default: memserver's own source).",
+)  # fmt: skip
+@click.option("--secrets", "n_secrets", type=click.IntRange(1), default=480, show_default=True,
+              help="Secrets to plant (each run: notes and code).")  # fmt: skip
+@click.option("--harmless", "n_harmless", type=click.IntRange(1), default=480,
+              show_default=True, help="Harmless high-entropy tokens to plant.")  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--embedder", default="hashing", show_default=True,
+              help="Embedding model for the index of the copy.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def eval_scrub(code: bool, repo: str | None, n_secrets: int, n_harmless: int, seed: int,
+               embedder: str, as_json: bool) -> None:  # fmt: skip
+    """Planted secrets that survive, and harmless tokens lost, in notes and indexed code."""
+    import tempfile
+    from pathlib import Path
+
+    import memserver
+    from memserver.engine import Engine
+    from memserver.eval.scrub import run, run_code, source_lines
+
+    source = Path(memserver.__file__).resolve().parents[1]
+    lines = source_lines([source / "memserver", source / "indexers"], 3000, seed=seed)
+    report: dict[str, Any] = {"notes": run(n_secrets, n_harmless, lines, seed=seed).to_dict()}
+    if code:
+        with tempfile.TemporaryDirectory(prefix="memserver-scrub-") as tmp:
+            report["code"] = run_code(
+                Path(repo) if repo else source, Path(tmp),
+                lambda root, index_dir: Engine(root, index_dir, embedder_flag=embedder, env={}),
+                n_secrets=n_secrets, n_harmless=n_harmless, seed=seed,
+                log=lambda msg: click.echo(msg, err=True),
+            ).to_dict()  # fmt: skip
+    if as_json:
+        _emit_json(report)
+        return
+    for name, r in report.items():
+        masked = r.get("harmless_masked", r.get("harmless_redacted", 0))
+        click.echo(
+            f"{name}: {r['leaked']} of {r['secrets']} planted secrets ({r['kinds']} kinds) "
+            f"recoverable; {masked} of {r['harmless_tokens']} harmless tokens masked "
+            f"({masked / max(1, r['harmless_tokens']):.2%})"
+        )
+        for kind, n in r["per_kind"].items():
+            click.echo(f"  {kind}: {n['leaked']} of {n['planted']} leaked")
 
 
 @eval_.command(name="locomo")
@@ -603,9 +800,10 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
     help="Also consolidate each conversation after asking, then ask again.",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
 @handle_errors
 def eval_locomo(dataset: str, work: str | None, embedder: str | None, consolidate: bool,
-                as_json: bool) -> None:  # fmt: skip
+                as_json: bool, report_dir: str | None) -> None:  # fmt: skip
     """Evidence recall (R@k, All@k per category) and abstention on long conversations."""
     import tempfile
     from pathlib import Path
@@ -621,6 +819,11 @@ def eval_locomo(dataset: str, work: str | None, embedder: str | None, consolidat
             Path(dataset), Path(work or tmp), make_engine=make, consolidate=consolidate,
             log=lambda msg: click.echo(msg, err=True),
         )  # fmt: skip
+    if report_dir:
+        from memserver.eval import figures
+
+        page = figures.locomo(report, figures.load_baselines()["locomo"])
+        _write_report(report_dir, page, report)
     if as_json:
         _emit_json(report)
         return
@@ -647,9 +850,10 @@ def eval_locomo(dataset: str, work: str | None, embedder: str | None, consolidat
     help="Keep the built answers here; a later run with it re-fits without re-embedding.",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
 @handle_errors
 def eval_attribution(dataset: str, corpora: str, work: str | None, embedder: str | None,
-                     cases: str | None, as_json: bool) -> None:  # fmt: skip
+                     cases: str | None, as_json: bool, report_dir: str | None) -> None:  # fmt: skip
     """Citation precision/recall of `attribute` on answers built from the code bench."""
     import tempfile
     from pathlib import Path
@@ -664,6 +868,10 @@ def eval_attribution(dataset: str, corpora: str, work: str | None, embedder: str
         report = run(Path(dataset), Path(corpora), Path(work or tmp), make_engine=make,
                      log=lambda msg: click.echo(msg, err=True),
                      cases_file=Path(cases) if cases else None)  # fmt: skip
+    if report_dir:
+        from memserver.eval import figures
+
+        _write_report(report_dir, figures.attribution(report), report)
     if as_json:
         _emit_json(report)
         return
@@ -674,6 +882,60 @@ def eval_attribution(dataset: str, corpora: str, work: str | None, embedder: str
         f"fitted: weights {report['weights']} bias {report['bias']} "
         f"threshold {report['threshold']}"
     )
+
+
+@eval_.command(name="swebench")
+@click.option(
+    "--dataset", type=click.Path(exists=True, dir_okay=False), required=True,
+    help="SWE-bench-format instances, one JSON object per line.",
+)  # fmt: skip
+@click.option(
+    "--trees", type=click.Path(exists=True, file_okay=False), required=True,
+    help="Source trees: <repo name>-<release>/, <instance_id>/ or <base_commit>/ per instance.",
+)  # fmt: skip
+@click.option(
+    "--work", type=click.Path(file_okay=False), default=None,
+    help="Where the working tree and its index go (default: a temporary folder, removed "
+    "after); a second run with the same folder switches from where the last one stopped.",
+)  # fmt: skip
+@click.option("--embedder", default=None, help="Embedding model for the index (or hashing, none).")
+@click.option("--limit", type=int, default=None, help="Only the first N instances.")
+@click.option(
+    "--releases", multiple=True,
+    help="Only instances of these releases (repeat, or separate with commas).",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@report_option
+@handle_errors
+def eval_swebench(dataset: str, trees: str, work: str | None, embedder: str | None,
+                  limit: int | None, releases: tuple[str, ...], as_json: bool,
+                  report_dir: str | None) -> None:  # fmt: skip
+    """Issue localization: file and function Acc@k of recall on whole issue texts, beside
+    whole-file BM25 from the same run, one working tree moved from tree to tree."""
+    import tempfile
+    from pathlib import Path
+
+    from memserver.engine import Engine
+    from memserver.eval.swebench import format_table, run
+
+    def make(root: Path, index_dir: Path) -> Engine:
+        return Engine(root, index_dir, embedder_flag=embedder)
+
+    wanted = [r.strip() for item in releases for r in item.split(",") if r.strip()]
+    with tempfile.TemporaryDirectory(prefix="memserver-swebench-") as tmp:
+        report = run(
+            Path(dataset), Path(trees), Path(work or tmp), make_engine=make, releases=wanted,
+            limit=limit, log=lambda msg: click.echo(msg, err=True),
+        )  # fmt: skip
+    if report_dir:
+        from memserver.eval import figures
+
+        page = figures.swebench(report, figures.load_baselines()["swebench"])
+        _write_report(report_dir, page, report)
+    if as_json:
+        _emit_json(report)
+    else:
+        click.echo(format_table(report))
 
 
 __all__ = ["main"]

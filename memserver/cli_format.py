@@ -1,11 +1,20 @@
-"""Human-readable output of the CLI (rich), kept apart from the command wiring."""
+"""Human-readable output of the CLI (rich), kept apart from the command wiring.
+
+Everything shown here that came from the indexed tree (file text, paths, symbols, git
+branch names) is untrusted: an ESC or C1 byte in it would reach the terminal and could
+clear it, retitle the window or rewrite what was printed before. So it goes through
+`visible()` (controls shown as `\\x1b`), and through `safe()` where it is interpolated into
+rich markup (which would otherwise read `[link=…]` in a file name as markup).
+"""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,10 +25,25 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memserver.core import render
 from memserver.core.types import IndexReport, RecallResult
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
+
+# C0 controls but tab and newline, DEL, and the C1 range (0x9b is a one-byte CSI)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control character a terminal would act on shown as `\\xNN`
+    (tab and newline kept; a CRLF line end read as a newline)."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+
+
+def safe(text: object) -> str:
+    """`visible()` for a value interpolated into rich markup."""
+    return escape(visible(str(text)))
 
 
 class RichProgress:
@@ -57,8 +81,18 @@ def _reasons(skipped: dict[str, str]) -> Counter[str]:
     return Counter(reason.split(":")[0].split(" (")[0] for reason in skipped.values())
 
 
+def masked_summary(masked: dict[str, dict[str, int]]) -> str:
+    """Kinds and counts, never values: `3 values in 2 files (aws-access-key 1, password 2)`."""
+    by_kind: Counter[str] = Counter()
+    for counts in masked.values():
+        by_kind.update(counts)
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(by_kind.items()))
+    files = len(masked)
+    return f"{sum(by_kind.values())} values in {files} file{'s' * (files != 1)} ({kinds})"
+
+
 def print_index_report(r: IndexReport) -> None:
-    out.print(f"[bold]indexed[/] {r.root} → {r.index_dir}")
+    out.print(f"[bold]indexed[/] {safe(r.root)} → {safe(r.index_dir)}")
     out.print(
         f"  files: {r.files_indexed} indexed, {r.files_unchanged} unchanged, "
         f"{r.files_removed} removed, {r.files_skipped} skipped"
@@ -76,17 +110,23 @@ def print_index_report(r: IndexReport) -> None:
             else ""
         )
     )
+    if r.vectors_pending:
+        out.print(f"  [yellow]vectors pending:[/] {safe(r.vectors_pending)}")
     out.print(
         f"  time: {r.seconds:.1f}s (searchable by keyword after {r.seconds_to_search:.1f}s, "
         f"embedding {r.seconds_embedding:.1f}s)"
     )
+    if r.masked:
+        paths = sorted(r.masked)
+        shown = ", ".join(paths[:5]) + (f" … (+{len(paths) - 5})" if len(paths) > 5 else "")
+        out.print(f"  secrets masked: {masked_summary(r.masked)}: {shown}", markup=False)
     if r.repaired:
         out.print(f"  [yellow]repaired {r.repaired} entries left by an interrupted run[/]")
     if r.skipped:
-        summary = ", ".join(f"{n} {why}" for why, n in _reasons(r.skipped).most_common())
+        summary = ", ".join(f"{n} {safe(why)}" for why, n in _reasons(r.skipped).most_common())
         out.print(f"  skipped: {summary}  (see --dry-run or --json for each path)")
     for path, why in sorted(r.parse_fallbacks.items()):
-        out.print(f"  [yellow]line windows for {path}[/]: {why}")
+        out.print(f"  [yellow]line windows for {safe(path)}[/]: {safe(why)}")
 
 
 def dry_run_summary(engine: Any) -> dict[str, Any]:
@@ -109,44 +149,23 @@ def dry_run_summary(engine: Any) -> dict[str, Any]:
 
 def print_dry_run(summary: dict[str, Any]) -> None:
     for f in summary["files"]:
-        out.print(f"  index  {f['path']}  [dim]({f['language']}, {f['bytes']:,} B)[/]")
+        out.print(f"  index  {safe(f['path'])}  [dim]({f['language']}, {f['bytes']:,} B)[/]")
     for path, why in sorted(summary["skipped"].items()):
-        out.print(f"  [dim]skip   {path}  — {why}[/]")
+        out.print(f"  [dim]skip   {safe(path)}  — {safe(why)}[/]")
     t = summary["totals"]
-    langs = ", ".join(f"{n} {lang}" for lang, n in t["by_language"].items())
+    langs = ", ".join(f"{n} {safe(lang)}" for lang, n in t["by_language"].items())
     out.print(f"[bold]would index {t['files']} files ({t['bytes']:,} bytes)[/]: {langs}")
     out.print(
         f"[bold]would skip {t['skipped']}[/]: "
-        + ", ".join(f"{n} {why}" for why, n in t["skipped_by_reason"].items())
+        + ", ".join(f"{n} {safe(why)}" for why, n in t["skipped_by_reason"].items())
     )
 
 
-def print_recall(result: RecallResult) -> None:
-    if result.found is False:
-        out.print(
-            f"[yellow]not found[/]: the index does not seem to hold an answer "
-            f"(confidence {result.confidence}); the closest matches follow"
-            if result.evidence
-            else "[yellow]not found[/]: nothing matched"
-        )
-    for ev in result.evidence:
-        label = f"{ev.path}:{ev.start_line}-{ev.end_line}"
-        extra = "" if ev.embedded else "  [yellow](not embedded yet: keyword match only)[/]"
-        if ev.stale:
-            extra += "  [yellow](changed since indexed: re-read it, or run memserver index)[/]"
-        out.print(
-            f"[bold cyan]{label}[/]  {ev.symbol or ev.kind}  "
-            f"[dim]score {ev.score:.4f} via {'+'.join(ev.routes)}[/]{extra}"
-        )
-        out.print(ev.text, markup=False, soft_wrap=True)
-        out.print()
-    more = " (some results left out to fit the budget)" if result.truncated else ""
-    out.print(f"[dim]{len(result.evidence)} results, {result.tokens} tokens{more}[/]")
-    if result.unembedded:
-        out.print(
-            f"[yellow]{result.unembedded} chunks are not embedded yet; "
-            "run `memserver index` to finish[/]"
-        )
+def print_recall(result: RecallResult, explain: bool = False) -> None:
+    """The answer as an agent reads it (`core.render`), within the budget, with control
+    characters of the files shown, never sent to the terminal."""
+    text = visible(render.recall_text(result, explain))
+    out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def print_status(info: dict[str, Any]) -> None:
@@ -170,8 +189,12 @@ def print_status(info: dict[str, Any]) -> None:
     ]
     if info["unembedded_chunks"]:
         rows.append(("pending", f"{info['unembedded_chunks']} chunks without vectors"))
+    if info.get("masked"):
+        paths = sorted(info["masked"])
+        shown = ", ".join(paths[:10]) + (f" … (+{len(paths) - 10})" if len(paths) > 10 else "")
+        rows.append(("secrets", f"{masked_summary(info['masked'])} masked: {shown}"))
     for k, v in rows:
-        table.add_row(k, v)
+        table.add_row(k, safe(v))
     out.print(table)
     if info["up_to_date"]:
         out.print("[green]the index matches the working tree[/]")
@@ -183,7 +206,8 @@ def print_status(info: dict[str, Any]) -> None:
     ):
         paths = info[key]
         if paths:
-            shown = ", ".join(paths[:10]) + (f" … (+{len(paths) - 10})" if len(paths) > 10 else "")
+            shown = ", ".join(safe(p) for p in paths[:10])
+            shown += f" … (+{len(paths) - 10})" if len(paths) > 10 else ""
             out.print(f"[yellow]{len(paths)} {label} since indexing[/]: {shown}")
     if info["interrupted"]:
         out.print("[yellow]the last index run was interrupted[/]")
@@ -197,7 +221,8 @@ def print_eval(report: dict[str, Any]) -> None:
     runs = [("full", report)] + [(f"-{k}", v) for k, v in report.get("ablations", {}).items()]
     for name, r in runs:
         for pkg, row in [*r["packages"].items(), ("macro", r["macro"])]:
-            table.add_row(name, pkg, *(f"{row[c]:.3f}" if c in row else "" for c in cols))
+            table.add_row(safe(name), safe(pkg),
+                          *(f"{row[c]:.3f}" if c in row else "" for c in cols))  # fmt: skip
     out.print(table)
     if "calibration" in report:
         out.print_json(data=report["calibration"])

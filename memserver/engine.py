@@ -1,24 +1,49 @@
-"""The composition root: Settings → concrete parts. The one place that wires things."""
+"""The composition root: Settings → concrete parts. The one place that wires things.
+
+Heavy modules (LanceDB, tantivy, the models) are imported inside the factories, so
+`memserver --help` stays fast; the factories' return types name them for the type checker.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memserver.config import Settings, load_settings
-from memserver.core.errors import PathError, StoreError
+from memserver.core.errors import ModelUnavailable, PathError, StoreError
 from memserver.core.ids import content_hash
-from memserver.core.protocols import Embedder, Progress
-from memserver.core.types import IndexReport, PathSet, WalkResult
+from memserver.core.protocols import Distiller, Embedder, Progress, Reranker
+from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
 from memserver.embed import embedder_identity, make_embedder
 from memserver.store import statecache
 from memserver.store.meta import read_meta
+
+# bumped when an index gains a part older indexes lack (2: the whole-file keyword index):
+# a run then skips the stat cache's "nothing changed", and reconciling adds the part
+STORE_LAYOUT = 2
+
+if TYPE_CHECKING:
+    from indexers.chunking import FileChunker
+    from indexers.watcher import Watcher
+    from memserver.ingest.live import LiveIndex
+    from memserver.ingest.pipeline import Indexer
+    from memserver.memory.consolidate import Consolidator
+    from memserver.memory.service import MemoryService
+    from memserver.retrieve.attribute import Attributor
+    from memserver.retrieve.recall import Expander, Recaller
+    from memserver.store.browse import Browser
+    from memserver.store.doctor import Check, DoctorReport
+    from memserver.store.index import IndexStore
+    from memserver.tokens import TiktokenCounter
+
+
+FORGOTTEN = "forgotten (memserver forget)"
 
 
 def resolve_root(root: str | Path | None) -> Path:
@@ -61,16 +86,22 @@ class Engine:
             )
         self.settings: Settings = settings
         self.project = (meta.project if meta else "") or settings.project.name or self.root.name
+        self.env = env
+
+    @property
+    def lock_timeout(self) -> float:
+        return self.settings.index.lock_timeout_seconds
 
     @cached_property
-    def tokens(self) -> Any:
+    def tokens(self) -> TiktokenCounter:
         from memserver.tokens import default_counter
 
         return default_counter()
 
     @cached_property
     def embedder(self) -> Embedder | None:
-        return make_embedder(self.settings.embedding)
+        """The indexing model: it may download the model once (the recall path never does)."""
+        return make_embedder(self.settings.embedding, download=True)
 
     @cached_property
     def query_embedder(self) -> Embedder | None:
@@ -82,29 +113,38 @@ class Engine:
     def watch_embedder(self) -> Embedder | None:
         """The same model with `[watch] embed_threads` threads, for the watcher's batches."""
         emb = self.settings.embedding
-        return make_embedder(dataclasses.replace(emb, threads=self.settings.watch.embed_threads))
+        return make_embedder(
+            dataclasses.replace(emb, threads=self.settings.watch.embed_threads), download=True
+        )
 
     def embedder_identity(self) -> tuple[str, int]:
         return embedder_identity(self.settings.embedding)
 
     def walk(self, only: PathSet | None = None) -> WalkResult:
-        """The files to index; with `only`, just those paths (and what is under them)."""
+        """The files to index; with `only`, just those paths (and what is under them). Files
+        `forget` removed are left out and listed as skipped ("forgotten")."""
         from indexers.walk import walk
-        from memserver.memory.forgotten import forgotten_patterns
+        from memserver.core.requests import forget_matcher
+        from memserver.store.forgotten import load_rules
 
         inside = [str(self.index_dir)] if self.index_dir.is_relative_to(self.root) else []
-        options = self.settings.index.walk_options()
-        forgotten = forgotten_patterns(self.index_dir)
-        if forgotten:
-            options = dataclasses.replace(options, exclude=(*options.exclude, *forgotten))
-        return walk(self.root, options, ignore_dirs=inside, only=only)
+        walked = walk(self.root, self.settings.index.walk_options(), ignore_dirs=inside,
+                      only=only)  # fmt: skip
+        rules = load_rules(self.index_dir)
+        if not rules:
+            return walked
+        gone = forget_matcher(rules)
+        kept = tuple(f for f in walked.files if not gone(f.path))
+        skipped = [*walked.skipped, *(Skip(f.path, FORGOTTEN) for f in walked.files
+                                      if gone(f.path))]  # fmt: skip
+        return WalkResult(kept, tuple(sorted(skipped, key=lambda s: s.path)))
 
-    def chunker(self) -> Any:
+    def chunker(self) -> FileChunker:
         from indexers.chunking import FileChunker
 
         return FileChunker(self.settings.chunking, self.tokens)
 
-    def distiller(self) -> Any:
+    def distiller(self) -> Distiller:
         """The deterministic distiller, or the LLM one (falling back to it) when enabled."""
         import os
 
@@ -115,13 +155,13 @@ class Engine:
             return fallback
         from memserver.llm import LlmDistiller, llm_from_settings
 
-        llm = llm_from_settings(self.settings.llm, os.environ)
+        llm = llm_from_settings(self.settings.llm, os.environ if self.env is None else self.env)
         if llm is None:
             return fallback
         cache = self.settings.llm.resolve_cache_dir(self.root, self.index_dir)
         return LlmDistiller(llm, fallback, cache)
 
-    def reranker(self) -> tuple[Any, str]:
+    def reranker(self) -> tuple[Reranker | None, str]:
         """(reranker or None, a status line saying why not)."""
         from memserver.embed.rerank import make_reranker
 
@@ -139,13 +179,13 @@ class Engine:
 
     # -- stores ----------------------------------------------------------------
 
-    def open_store(self) -> Any:
+    def open_store(self) -> IndexStore:
         from memserver.store.index import IndexStore
 
         name, dim = self.embedder_identity()
         return IndexStore.open(self.index_dir, name, dim)
 
-    def writable_store(self, rebuild: bool) -> Any:
+    def writable_store(self, rebuild: bool = False) -> IndexStore:
         from memserver.ingest.git import exclude_from_git
         from memserver.store.index import IndexStore
         from memserver.tokens import TiktokenCounter
@@ -174,7 +214,6 @@ class Engine:
 
         report = IndexReport(root=str(self.root), index_dir=str(self.index_dir))
         walked = self.walk()
-        report.skipped.update({s.path: s.reason for s in walked.skipped})
         if not walked.files and not (self.index_dir / "meta.json").exists():
             raise PathError(
                 f"nothing to index under {self.root}: no text or source files "
@@ -185,9 +224,10 @@ class Engine:
         started = time.monotonic()
         git = head(self.root)
         name, dim = self.embedder_identity()
-        key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}"
+        key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}|layout {STORE_LAYOUT}"
         saved = None if rebuild or ci else statecache.unchanged(self.index_dir, key, walked.files)
         if saved and saved.get("chunks_unembedded") == 0:
+            report.skipped.update({s.path: s.reason for s in walked.skipped})
             report.files_unchanged = len(walked.files)
             report.chunks_total = int(saved.get("chunks_total", 0))
             report.embedder = name
@@ -196,19 +236,34 @@ class Engine:
         statecache.forget(self.index_dir)
         store = self.writable_store(rebuild)
         report.embedder = store.meta.embedder
-        with store.lock(self.settings.index.lock_timeout_seconds):
-            indexer = self.indexer(store, progress=progress, git=git)
-            indexer.run(walked.files, report, embed=embed)
-            if ci:
-                store.lance.vacuum()
-            else:
-                statecache.save(self.index_dir, key, walked.files, report.to_dict())
+        self.run_index(store, walked, report, git=git, progress=progress, embed=embed)
+        if ci:
+            store.vacuum()
+        else:
+            statecache.save(self.index_dir, key, walked.files, report.to_dict())
         return report
 
+    def run_index(
+        self, store: IndexStore, walked: WalkResult, report: IndexReport, *,
+        git: tuple[str, str], progress: Progress | None = None,
+        embedder: Embedder | None = None, only: PathSet | None = None, embed: bool = True,
+        optimize: bool = True, trust_marker: bool = False,
+        stop_embedding: Callable[[], bool] | None = None,
+    ) -> IndexReport:  # fmt: skip
+        """One run over `walked` under the writer lock: `memserver index` and each of the
+        watcher's batches."""
+        report.skipped.update({s.path: s.reason for s in walked.skipped})
+        with store.lock(self.lock_timeout):
+            indexer = self.indexer(store, progress=progress, git=git, embedder=embedder)
+            return indexer.run(
+                walked.files, report, embed=embed, only=only, optimize=optimize,
+                trust_marker=trust_marker, stop_embedding=stop_embedding,
+            )  # fmt: skip
+
     def indexer(
-        self, store: Any, *, progress: Progress | None = None, git: tuple[str, str] = ("", ""),
-        embedder: Embedder | None = None,
-    ) -> Any:  # fmt: skip
+        self, store: IndexStore, *, progress: Progress | None = None,
+        git: tuple[str, str] = ("", ""), embedder: Embedder | None = None,
+    ) -> Indexer:  # fmt: skip
         """An indexer over `store`, embedding with `embedder` (default: the indexing one)."""
         from memserver.ingest.pipeline import Indexer
 
@@ -219,37 +274,56 @@ class Engine:
             progress=progress, git=git, chunker_id=self.chunker_id(),
             distiller=self.distiller(),
             keep_versions=timedelta(minutes=self.settings.watch.keep_versions_minutes),
+            root=self.root, max_file_bytes=self.settings.index.max_file_bytes,
         )  # fmt: skip
 
-    def recaller(self, *, rerank: bool = True) -> Any:
+    def recaller(self, *, rerank: bool = True, store: IndexStore | None = None) -> Recaller:
         from memserver.retrieve.recall import Recaller
+        from memserver.store.snapshot import AnnSettings, RecallView
 
-        store = self.open_store()
+        store = store or self.open_store()
+        s = self.settings.recall
+        view = RecallView(store, with_memories=True, ann=AnnSettings(
+            min_rows=s.ann_min_rows, nprobes=s.ann_nprobes, refine=s.ann_refine,
+            memory_refine=s.ann_memory_refine, probe_factor=s.ann_probe_factor,
+            memory_probe_factor=s.ann_memory_probe_factor,
+        ))  # fmt: skip
         reranker = self.reranker()[0] if rerank else None
         return Recaller(
-            store, self.query_embedder, self.settings.recall, tokens=self.tokens,
+            view.get, store.keyword, self.query_embedder, s, tokens=self.tokens,
             reranker=reranker, expander=self.expander(), root=self.root,
+            files=store.file_keyword, dense_chars=self.settings.embedding.max_chars,
         )  # fmt: skip
 
-    def memory_service(self, *, embedder: Embedder | None = None, store: Any = None) -> Any:
+    def memory_service(self, *, embedder: Embedder | None = None,
+                       store: IndexStore | None = None, actor: str = "memserver",
+                       ) -> MemoryService:  # fmt: skip
         """The remember/forget service over a writable store (created if missing)."""
         from memserver.memory.service import MemoryService
 
         return MemoryService(
             store or self.writable_store(rebuild=False),
             embedder if embedder is not None else self.query_embedder,
-            self.tokens, self.settings.memory,
-            lock_timeout=self.settings.index.lock_timeout_seconds,
+            self.tokens, self.settings.memory, lock_timeout=self.lock_timeout, actor=actor,
         )  # fmt: skip
 
-    def consolidator(self) -> Any:
+    def consolidator(self) -> Consolidator:
         from memserver.memory.consolidate import Consolidator
 
+        c = self.settings.consolidate
         return Consolidator(
-            self.open_store(), lock_timeout=self.settings.index.lock_timeout_seconds
-        )
+            self.open_store(), affinity=c.affinity, neighbours=c.neighbours,
+            half_life_days=c.half_life_days, lock_timeout=self.lock_timeout,
+        )  # fmt: skip
 
-    def attributor(self, store: Any = None, embedder: Embedder | None = None) -> Any:
+    def browser(self, store: IndexStore | None = None) -> Browser:
+        """Read-only views of the index for a person (the review page)."""
+        from memserver.store.browse import Browser
+
+        return Browser(store or self.open_store())
+
+    def attributor(self, store: IndexStore | None = None,
+                   embedder: Embedder | None = None) -> Attributor:  # fmt: skip
         """Scores answers against loaded evidence (the query model unless `embedder`)."""
         from memserver.retrieve.attribute import Attributor
 
@@ -259,7 +333,7 @@ class Engine:
             a.threshold,
         )  # fmt: skip
 
-    def expander(self) -> Any:
+    def expander(self) -> Expander | None:
         """An LLM query expander when the LLM is enabled and has a key, else None."""
         import os
 
@@ -268,8 +342,15 @@ class Engine:
         from memserver.llm import llm_from_settings
         from memserver.llm.expand import LlmExpander
 
-        llm = llm_from_settings(self.settings.llm, os.environ)
-        return LlmExpander(llm) if llm is not None else None
+        llm = llm_from_settings(self.settings.llm, os.environ if self.env is None else self.env)
+        return LlmExpander(llm).expand if llm is not None else None
+
+    def watch(self, on_report: Callable[[IndexReport], Any] | None = None
+              ) -> tuple[Watcher, LiveIndex]:  # fmt: skip
+        """A running watcher that keeps the index fresh (stop it with `.stop()`)."""
+        from memserver.ingest.live import start_watching
+
+        return start_watching(self, on_report)
 
     def export(self, out: str | Path) -> dict[str, Any]:
         """Write the index as a portable artifact (see memserver.store.artifact)."""
@@ -277,7 +358,7 @@ class Engine:
 
         name, dim = self.embedder_identity()
         result = export_index(self.index_dir, Path(out), embedder=name, dim=dim,
-                              lock_timeout=self.settings.index.lock_timeout_seconds)  # fmt: skip
+                              lock_timeout=self.lock_timeout)  # fmt: skip
         return result.to_dict()
 
     def import_artifact(self, archive: str | Path, *, force: bool = False) -> dict[str, Any]:
@@ -288,7 +369,7 @@ class Engine:
         name, dim = embedder_identity(self.configured_embedding)
         result = import_index(
             Path(archive), self.index_dir, root=self.root, embedder=name, dim=dim, force=force,
-            lock_timeout=self.settings.index.lock_timeout_seconds,
+            lock_timeout=self.lock_timeout,
         )  # fmt: skip
         exclude_from_git(self.root, self.index_dir)
         built, commit = result.artifact, head(self.root)[0]
@@ -303,22 +384,55 @@ class Engine:
                          "(chunks that come out the same keep their vectors)")  # fmt: skip
         return {**result.to_dict(), "notes": notes}
 
-    def doctor(self, *, repair: bool = False) -> Any:
-        """Check the index (and with `repair` fix what can be fixed): a DoctorReport."""
+    def doctor(self, *, repair: bool = False) -> DoctorReport:
+        """Check the index (and with `repair` fix what can be fixed)."""
+        from memserver.memory.atomic import makes_statements
         from memserver.store.doctor import Doctor
 
         name, dim = self.embedder_identity()
         doctor = Doctor(
-            self.index_dir, name, dim, lock_timeout=self.settings.index.lock_timeout_seconds,
+            self.index_dir, name, dim, lock_timeout=self.lock_timeout,
             configured=embedder_identity(self.configured_embedding),
+            expects_memories=makes_statements,
         )  # fmt: skip
-        return doctor.run(repair=repair)
+        report = doctor.run(repair=repair)
+        report.checks.append(self.model_check())
+        return report
 
-    def status(self) -> dict[str, Any]:
+    def model_check(self) -> Check:
+        """Whether the embedding model is where this process looks for it, and the fix."""
+        from memserver.embed.fastembed import FastEmbedder
+        from memserver.embed.models import fix_hint
+        from memserver.store.doctor import Check
+
+        embedder = self.query_embedder
+        if not isinstance(embedder, FastEmbedder):
+            return Check("model", True, f"{self.settings.embedding.model}: nothing to load")
+        if embedder.cached():
+            return Check("model", True, f"{embedder.name} in {embedder.cache}")
+        return Check("model", False, f"{embedder.name} is not in {embedder.cache}: recall is "
+                     f"keyword-only; {fix_hint(embedder.name, embedder.cache)}")  # fmt: skip
+
+    def fetch_model(self) -> tuple[str, str, int]:
+        """Download the embedding model into its cache (if missing) and try it once:
+        (model, cache folder, dimension)."""
+        from memserver.embed.fastembed import FastEmbedder
+
+        embedder = make_embedder(self.configured_embedding, download=True)
+        if not isinstance(embedder, FastEmbedder):
+            raise ModelUnavailable(
+                f"{self.configured_embedding.model!r} is not a model to download",
+                hint="set [embedding] model to a fastembed model name, or pass --model",
+            )
+        vector = embedder.embed_documents(["def hello(): return 'world'"])[0]
+        return embedder.name, str(embedder.cache), len(vector)
+
+    def status(self, store: IndexStore | None = None) -> Status:
+        from indexers.read import Refused, read_bytes
         from memserver.ingest.git import head
 
-        store = self.open_store()
-        manifest = store.lance.manifest()
+        store = store or self.open_store()
+        manifest = store.files.read()
         walked = self.walk()
         on_disk = {f.path: f for f in walked.files}
         stale = []
@@ -326,48 +440,29 @@ class Engine:
             rec = manifest.get(path)
             if rec is None or (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
                 continue
-            try:
-                if content_hash(Path(f.abs_path).read_bytes()) != rec.content_hash:
-                    stale.append(path)
-            except OSError:
+            found = read_bytes(str(self.root), f.abs_path, self.settings.index.max_file_bytes)
+            if isinstance(found, Refused) or content_hash(found) != rec.content_hash:
                 stale.append(path)
-        new = sorted(set(on_disk) - set(manifest))
-        removed = sorted(set(manifest) - set(on_disk))
         commit, branch = head(self.root)
         meta = store.meta
-        return {
-            "root": str(self.root),
-            "index_dir": str(self.index_dir),
-            "project": meta.project,
-            "files": len(manifest),
-            "chunks": store.lance.count_current(),
-            "memories": store.memories.count_active(),
-            "notes": store.lance.count_current(origin="note"),
-            "turns": store.lance.count_current(origin="turn"),
-            "stale_memories": store.memories.count("stale"),
-            "forgotten_memories": store.memories.count("forgotten"),
-            "watcher": {"state": "off"},  # a server started with --watch says "on"
-            "reranker": self.reranker()[1],
-            "unembedded_chunks": store.lance.count_unembedded() if meta.dim else 0,
-            "embedder": meta.embedder,
-            "dim": meta.dim,
-            "tokenizer": meta.tokenizer,
-            "schema_version": meta.schema_version,
-            "created_at": meta.created_at,
-            "indexed_at": meta.indexed_at,
-            "interrupted": store.dirty,
-            "git": {
-                "indexed_commit": meta.git_commit,
-                "indexed_branch": meta.git_branch,
-                "head_commit": commit,
-                "head_branch": branch,
-                "matches": (meta.git_commit, meta.git_branch) == (commit, branch),
-            },
-            "stale_files": sorted(stale),
-            "new_files": new,
-            "removed_files": removed,
-            "up_to_date": not (stale or new or removed) and not store.dirty,
-        }
+        return Status(
+            root=str(self.root), index_dir=str(self.index_dir), project=meta.project,
+            files=len(manifest), chunks=store.indexed_chunks(),
+            memories=store.memories.count_active(),
+            notes=store.chunks.count_current(origin="note"),
+            turns=store.chunks.count_current(origin="turn"),
+            stale_memories=store.memories.count("stale"),
+            forgotten_memories=store.memories.count("forgotten"),
+            reranker=self.reranker()[1],
+            unembedded_chunks=store.chunks.count_unembedded() if meta.dim else 0,
+            embedder=meta.embedder, dim=meta.dim, tokenizer=meta.tokenizer,
+            schema_version=meta.schema_version, created_at=meta.created_at,
+            indexed_at=meta.indexed_at, interrupted=store.dirty,
+            git=GitState(meta.git_commit, meta.git_branch, commit, branch),
+            stale_files=tuple(sorted(stale)), new_files=tuple(sorted(set(on_disk) - set(manifest))),
+            removed_files=tuple(sorted(set(manifest) - set(on_disk))),
+            masked={p: dict(r.masked) for p, r in sorted(manifest.items()) if r.masked},
+        )  # fmt: skip
 
 
 __all__ = ["Engine", "resolve_root"]

@@ -3,12 +3,38 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 MODEL_CACHE = os.environ.get("FASTEMBED_CACHE_PATH", "")
+# what a developer's own shell may hold that would change results: their config, an index
+# location, an API key that turns the LLM on
+_CLEARED_PREFIXES = ("MEMSERVER_",)
+_CLEARED = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
+_HOMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test (and module fixture) runs with a fresh home and config folders and none
+    of the caller's MEMSERVER_* or Anthropic variables; the model cache variables stay."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        for name in _HOMES:
+            mp.setenv(name, str(home if name == "HOME" else home / name.lower()))
+        for name in list(os.environ):
+            if name.startswith(_CLEARED_PREFIXES) or name in _CLEARED:
+                mp.delenv(name)
+        yield
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """End-to-end tests (real subprocesses, transports, kill -9) run in the slow lane."""
+    for item in items:
+        if "e2e" in Path(str(item.fspath)).parts:
+            item.add_marker(pytest.mark.slow)
 
 
 def has_model_cache() -> bool:
@@ -16,7 +42,9 @@ def has_model_cache() -> bool:
 
 
 requires_model = pytest.mark.skipif(
-    not has_model_cache(), reason="needs FASTEMBED_CACHE_PATH pointing at the offline model cache"
+    not has_model_cache(),
+    reason="the embedding model is not available: set FASTEMBED_CACHE_PATH to a fastembed "
+    "cache that holds it (and HF_HUB_OFFLINE=1)",
 )
 
 SAMPLE = {

@@ -39,7 +39,7 @@ def end_line(node: Node) -> int:
     row, column = node.end_point
     if column == 0 and row > node.start_point[0]:
         row -= 1
-    return row + 1
+    return int(row) + 1
 
 
 def find_definitions(root: Node, query: Any) -> list[Definition]:

@@ -1,11 +1,13 @@
 """Which grammar and which query file serve each language; loaded once and cached.
 
-Adding a language is data: a `queries/<name>.scm` file and one line in `_REGISTRY`.
+Adding a language is data: a `queries/<name>.scm` file (chunk definitions), a
+`queries/<name>-tags.scm` file (the code graph's tags) and one line in `_REGISTRY`.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -25,7 +27,16 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "ruby": ("ruby", "ruby"),
     "php": ("php", "php"),
     "bash": ("bash", "bash"),
+    "kotlin": ("kotlin", "kotlin"),
+    "swift": ("swift", "swift"),
+    "scala": ("scala", "scala"),
+    "lua": ("lua", "lua"),
+    "zig": ("zig", "zig"),
+    "elixir": ("elixir", "elixir"),
 }
+
+# language -> tags query stem, where it differs from the chunk query's (TSX has JSX)
+_TAGS: dict[str, str] = {"tsx": "tsx"}
 
 LANGUAGES: frozenset[str] = frozenset(_REGISTRY)
 
@@ -69,4 +80,38 @@ def grammar(language: str) -> Grammar:
     return Grammar(language, ts_language, Query(ts_language, query_text(stem)))
 
 
-__all__ = ["LANGUAGES", "Grammar", "grammar", "query_text"]
+@dataclass(frozen=True, slots=True)
+class TagsQueries:
+    """A language's tags query (`<stem>-tags.scm`) compiled twice: patterns with several
+    captures are read match by match (`grouped`); patterns with one capture, like a bare
+    identifier's, are read capture by capture (`flat`), which is several times cheaper."""
+
+    grouped: Any  # tree_sitter.Query
+    flat: Any  # tree_sitter.Query
+
+
+_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+_CAPTURE = re.compile(r"@([\w.]+)")
+
+
+@functools.cache
+def tags_queries(language: str) -> TagsQueries:
+    """The compiled tags queries of a registered language (cached)."""
+    from tree_sitter import Query
+
+    stem = _TAGS.get(language, _REGISTRY[language][1])
+    source = query_text(f"{stem}-tags")
+    ts_language = grammar(language).language
+    grouped, flat = Query(ts_language, source), Query(ts_language, source)
+    data = source.encode("utf-8")
+    for index in range(grouped.pattern_count):
+        text = data[grouped.start_byte_for_pattern(index) : grouped.end_byte_for_pattern(index)]
+        code = "\n".join(
+            line.split(";")[0] for line in _STRING.sub('""', text.decode()).split("\n")
+        )
+        captures = {name for name in _CAPTURE.findall(code) if not name.startswith("_")}
+        (grouped if len(captures) == 1 else flat).disable_pattern(index)
+    return TagsQueries(grouped, flat)
+
+
+__all__ = ["LANGUAGES", "Grammar", "TagsQueries", "grammar", "query_text", "tags_queries"]

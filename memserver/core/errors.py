@@ -1,16 +1,31 @@
 """Errors that say what failed and what to do about it.
 
 MemserverError                 every error we raise; `hint` says what to do
-├── ConfigError                a setting or flag is invalid
+├── ConfigError                a setting in a config file or MEMSERVER_* variable is invalid
+├── BadRequest                 an argument of a call (tool, command, API) is invalid
 ├── PathError                  a root or path does not exist / is not usable
 ├── IndexMissing               no index at the index dir yet
 ├── IndexMismatch              index built by another embedder or schema
 ├── IndexLocked                another process holds the writer lock
 ├── StoreError                 LanceDB / tantivy / disk failure (read-only, full, corrupt)
-└── ModelUnavailable           the embedding model cannot be loaded
+├── ModelUnavailable           the embedding model cannot be loaded
+└── LlmError                   an optional model call failed; its caller falls back
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "BadRequest",
+    "ConfigError",
+    "IndexLocked",
+    "IndexMismatch",
+    "IndexMissing",
+    "LlmError",
+    "MemserverError",
+    "ModelUnavailable",
+    "PathError",
+    "StoreError",
+]
 
 
 class MemserverError(Exception):
@@ -28,6 +43,10 @@ class MemserverError(Exception):
 
 
 class ConfigError(MemserverError):
+    exit_code = 2
+
+
+class BadRequest(MemserverError):
     exit_code = 2
 
 
@@ -53,3 +72,7 @@ class StoreError(MemserverError):
 
 class ModelUnavailable(MemserverError):
     exit_code = 7
+
+
+class LlmError(MemserverError):
+    """A model call failed; callers fall back to their deterministic step."""

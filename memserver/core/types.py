@@ -138,6 +138,8 @@ class Chunk:
     event_time: datetime | None = None  # notes and turns: when it happened
     scope: tuple[tuple[str, str], ...] = ()  # (key, value) beyond the project: user, session, agent
     tags: tuple[str, ...] = ()
+    speaker: str = ""  # who said a conversation turn
+    turn: int = -1  # a turn's number in its conversation (the digits ending its turn id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +167,7 @@ class Evidence:
     embedded: bool = True
     memory_ids: tuple[str, ...] = ()
     stale: bool = False  # its file changed since indexing, or a note whose cited code did
+    speaker: str = ""  # who said a conversation turn (not shown: the text starts with it)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -186,6 +189,27 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class MapSymbol:
+    """One place in a map answer's file: a chunk's symbol, span and first code line."""
+
+    id: str
+    name: str
+    start_line: int
+    end_line: int
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
+class MapFile:
+    """One file of a map answer: where to look, and its most relevant places."""
+
+    path: str
+    score: float
+    role: str
+    symbols: tuple[MapSymbol, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RecallResult:
     query: str
     found: bool | None
@@ -195,6 +219,9 @@ class RecallResult:
     evidence: tuple[Evidence, ...]
     unembedded: int = 0  # current chunks still waiting for a vector
     signals: dict[str, float] = field(default_factory=dict)  # the gate's inputs, for calibration
+    degraded: str = ""  # why recall ran without a part (the model), and the fix
+    files: tuple[MapFile, ...] = ()  # a map answer's files (format "map"), best first
+    format: str = "chunks"  # "chunks" (evidence with code) or "map" (files and places)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -204,8 +231,17 @@ class RecallResult:
             "tokens": self.tokens,
             "truncated": self.truncated,
             "unembedded_chunks": self.unembedded,
+            "degraded": self.degraded,
             "evidence": [e.to_dict() for e in self.evidence],
+            **({"files": [_map_file_dict(f) for f in self.files]} if self.format == "map" else {}),
         }
+
+
+def _map_file_dict(f: MapFile) -> dict[str, Any]:
+    return {"path": f.path, "score": round(f.score, 6), "role": f.role,
+            "symbols": [{"id": m.id, "name": m.name, "start_line": m.start_line,
+                         "end_line": m.end_line, "signature": m.signature}
+                        for m in f.symbols]}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -232,10 +268,17 @@ class IndexReport:
     seconds_embedding: float = 0.0
     embedder: str = ""
     repaired: int = 0  # rows fixed by reconciliation after an interrupted run
+    vectors_pending: str = ""  # why embedding stopped (the model cannot be loaded), and the fix
+    # secret values masked in the files this run indexed: path → kind → count (never values)
+    masked: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def files_skipped(self) -> int:
         return len(self.skipped)
+
+    @property
+    def masked_total(self) -> int:
+        return sum(sum(kinds.values()) for kinds in self.masked.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -260,6 +303,9 @@ class IndexReport:
             "seconds_embedding": round(self.seconds_embedding, 3),
             "embedder": self.embedder,
             "repaired": self.repaired,
+            "vectors_pending": self.vectors_pending,
+            "masked_total": self.masked_total,
+            "masked": {p: dict(sorted(k.items())) for p, k in sorted(self.masked.items())},
         }
 
 
@@ -275,7 +321,18 @@ class FileRecord:
     chunk_ids: tuple[str, ...]
     git_commit: str = ""
     git_branch: str = ""
+    masked: tuple[tuple[str, int], ...] = ()  # (kind, count) of secret values masked in it
 
+
+# memory statuses: active and stale ones are recalled (stale marked); superseded ones stay
+# attributable; forgotten ones are never shown again
+ACTIVE, STALE, SUPERSEDED, ARCHIVED, FORGOTTEN = (
+    "active",
+    "stale",
+    "superseded",
+    "archived",
+    "forgotten",
+)
 
 MEMORY_TYPES = (
     "fact",
@@ -314,3 +371,79 @@ class Memory:
     event_time: datetime | None = None
     scope: tuple[tuple[str, str], ...] = ()
     derived_from: tuple[str, ...] = ()  # the memories a consolidated abstraction replaces
+
+
+@dataclass(frozen=True, slots=True)
+class GitState:
+    indexed_commit: str
+    indexed_branch: str
+    head_commit: str
+    head_branch: str
+
+    @property
+    def matches(self) -> bool:
+        return (self.indexed_commit, self.indexed_branch) == (self.head_commit, self.head_branch)
+
+
+@dataclass(frozen=True)
+class Status:
+    """What an index holds, what built it, and whether it matches the working tree."""
+
+    root: str
+    index_dir: str
+    project: str
+    files: int
+    chunks: int
+    memories: int
+    notes: int
+    turns: int
+    stale_memories: int
+    forgotten_memories: int
+    reranker: str
+    unembedded_chunks: int
+    embedder: str
+    dim: int
+    tokenizer: str
+    schema_version: int
+    created_at: str
+    indexed_at: str
+    interrupted: bool
+    git: GitState
+    stale_files: tuple[str, ...]
+    new_files: tuple[str, ...]
+    removed_files: tuple[str, ...]
+    watcher: dict[str, Any] = field(default_factory=lambda: {"state": "off"})
+    server: dict[str, Any] = field(default_factory=dict)  # set by a running server
+    masked: dict[str, dict[str, int]] = field(default_factory=dict)  # path → kind → count
+
+    @property
+    def up_to_date(self) -> bool:
+        return not (self.stale_files or self.new_files or self.removed_files or self.interrupted)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        out["git"] = {**{f: getattr(self.git, f) for f in self.git.__dataclass_fields__},
+                      "matches": self.git.matches}  # fmt: skip
+        for name in ("stale_files", "new_files", "removed_files"):
+            out[name] = list(out[name])
+        out["up_to_date"] = self.up_to_date
+        by_kind: dict[str, int] = {}
+        for kinds in self.masked.values():
+            for kind, n in kinds.items():
+                by_kind[kind] = by_kind.get(kind, 0) + n
+        out["masked_total"] = sum(by_kind.values())
+        out["masked_by_kind"] = dict(sorted(by_kind.items()))
+        if not self.server:
+            del out["server"]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetRule:
+    """A path `forget` removed, kept out of later indexing runs (a record, never a line of
+    an ignore file)."""
+
+    pattern: str  # a root-relative path, or a glob
+    glob: bool  # a glob (`*`, `?`, `[…]`, `**`), else an exact path (a file or a folder)
+    added_at: str = ""
+    reason: str = ""

@@ -11,7 +11,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-from memserver.core.text import words
+from memserver.text.terms import words
 
 
 class HashingEmbedder:

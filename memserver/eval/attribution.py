@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from memserver.core.requests import LIMITS
 from memserver.eval.calibrate import fit_xy
 from memserver.eval.code import is_hit, load_dataset
 from memserver.retrieve.attribute import FEATURES, Attributor, _source, claim_features
@@ -63,7 +64,7 @@ class Case:
 
 
 def _phrase(q: Mapping[str, Any], style: int) -> str:
-    text = q["query"].strip()
+    text = str(q["query"]).strip()
     if not text.endswith((".", "!", "?")):
         text += "."
     if not q["answerable"] or style == 0:
@@ -78,7 +79,7 @@ def _pack(recaller: Any, attributor: Attributor, q: Mapping[str, Any]
           ) -> tuple[list[str], set[str]]:  # fmt: skip
     """Loaded ids (top PACK evidence) and which of them are gold."""
     store = attributor.store
-    res = recaller.recall(q["query"], k=PACK, budget_tokens=100_000)
+    res = recaller.recall(q["query"], k=PACK, budget_tokens=LIMITS.budget_max)
     attributor.note_evidence(res.evidence[:PACK])  # as the server does for what it returns
     items = [e.to_dict() for e in res.evidence[:PACK]]
     ids = [e["id"] for e in items]
@@ -92,11 +93,11 @@ def _pack(recaller: Any, attributor: Attributor, q: Mapping[str, Any]
 
 
 def _gold_chunk(store: Any, q: Mapping[str, Any]) -> str | None:
-    rec = store.lance.manifest().get(q["gold_path"])
+    rec = store.files.read().get(q["gold_path"])
     if rec is None:
         return None
     best, overlap = None, 0
-    for cid, (c, _) in store.lance.get_chunks(list(rec.chunk_ids)).items():
+    for cid, (c, _) in store.chunks.get(list(rec.chunk_ids)).items():
         o = min(c.end_line, q["gold_end_line"]) - max(c.start_line, q["gold_start_line"]) + 1
         if o > overlap:
             best, overlap = cid, o

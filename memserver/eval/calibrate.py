@@ -44,7 +44,8 @@ def fit_xy(
 
 def probabilities(outcomes: Sequence[Outcome], weights: Sequence[float], bias: float) -> np.ndarray:
     x, _ = _xy(outcomes)
-    return 1 / (1 + np.exp(-np.clip(x @ np.asarray(weights) + bias, -60, 60)))
+    z = np.clip(x @ np.asarray(weights) + bias, -60, 60)
+    return np.asarray(1 / (1 + np.exp(-z)), dtype=np.float64)
 
 
 def pick_threshold(p: np.ndarray, y: np.ndarray, max_false_abstain: float) -> float:

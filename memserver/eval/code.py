@@ -38,7 +38,7 @@ def is_hit(ev: Mapping[str, Any], q: Mapping[str, Any]) -> bool:
     if ev["path"] != q["gold_path"]:
         return False
     gs, ge = q["gold_start_line"], q["gold_end_line"]
-    return min(ev["end_line"], ge) - max(ev["start_line"], gs) + 1 >= 0.5 * (ge - gs + 1)
+    return bool(min(ev["end_line"], ge) - max(ev["start_line"], gs) + 1 >= 0.5 * (ge - gs + 1))
 
 
 def load_dataset(path: Path) -> dict[str, list[dict[str, Any]]]:

@@ -22,7 +22,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memserver.memory.service import ConversationSummary, MemoryService
 
 K = (5, 10, 20)
 _SESSION = re.compile(r"^session_(\d+)$")
@@ -62,11 +65,11 @@ def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
     return wins / (len(positive) * len(negative))
 
 
-def ingest(service: Any, conversation: Mapping[str, Any], scope: tuple[tuple[str, str], ...]
-           ) -> tuple[set[str], dict[str, Any]]:  # fmt: skip
+def ingest(service: MemoryService, conversation: Mapping[str, Any],
+           scope: tuple[tuple[str, str], ...]) -> tuple[set[str], ConversationSummary]:  # fmt: skip
     """Remember the turns (low-information ones are dropped by the write path's scoring);
     return the known dia_ids and the ingest summary."""
-    from memserver.memory.service import Note
+    from memserver.core.requests import Note
 
     notes = [Note(text, event_time=when, scope=scope, turn_id=dia_id, speaker=speaker)
              for dia_id, speaker, text, when in turns(conversation)]  # fmt: skip
@@ -75,13 +78,13 @@ def ingest(service: Any, conversation: Mapping[str, Any], scope: tuple[tuple[str
 
 def ask(recaller: Any, qa: Sequence[Mapping[str, Any]], scope: tuple[tuple[str, str], ...],
         known: set[str]) -> list[dict[str, Any]]:  # fmt: skip
-    from memserver.retrieve.arms import Filters
+    from memserver.core.requests import LIMITS, Filters
 
     out = []
     for item in qa:
         started = time.perf_counter()
-        res = recaller.recall(item["question"], k=max(K), budget_tokens=1_000_000,
-                              max_files=1_000_000, filters=Filters(scope=scope))  # fmt: skip
+        res = recaller.recall(item["question"], k=max(K), budget_tokens=LIMITS.budget_max,
+                              max_files=LIMITS.files_max, filters=Filters(scope=scope))  # fmt: skip
         ms = (time.perf_counter() - started) * 1000
         ranked = [e.symbol for e in res.evidence]  # a turn chunk's symbol is its dia_id
         out.append({
@@ -166,20 +169,20 @@ def run(dataset: Path, work: Path, *, make_engine: Callable[[Path, Path], Any],
         started = time.monotonic()
         known, summary = ingest(engine.memory_service(), conv["conversation"], scope)
         ingest_seconds += time.monotonic() - started
-        turns_stored += summary["stored"]
-        turns_seen += summary["turns"]
-        if summary["warning"]:
-            log(f"{sample}: warning: {summary['warning']}")
-        log(f"{sample}: {summary['stored']} of {summary['turns']} turns kept in "
+        turns_stored += summary.stored
+        turns_seen += summary.turns
+        if summary.warning:
+            log(f"{sample}: warning: {summary.warning}")
+        log(f"{sample}: {summary.stored} of {summary.turns} turns kept in "
             f"{time.monotonic() - started:.0f} s; asking {len(conv['qa'])} questions")  # fmt: skip
         recaller = engine.recaller(rerank=False)
         results += ask(recaller, conv["qa"], scope, known)
         if consolidate:
             done = engine.consolidator().run()
-            memories["before"] += done["active_before"]
-            memories["after"] += done["active_after"]
-            memories["superseded"] += done["superseded"]
-            memories["contradicted"] += len(done["contradictions"])
+            memories["before"] += done.active_before
+            memories["after"] += done.active_after
+            memories["superseded"] += done.superseded
+            memories["contradicted"] += len(done.contradictions)
             after += ask(recaller, conv["qa"], scope, known)
     report = score(results)
     if consolidate:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from memserver.core.text import split_identifier, words
 from memserver.core.types import Chunk, MemoryDraft
+from memserver.text.terms import split_identifier, words
 
 NAME = "heuristic-v1"
 _MAX_TEXT = 500

@@ -21,20 +21,51 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from indexers.watcher import Batch, Watcher
+from memserver.config import Settings
 from memserver.core.errors import MemserverError
-from memserver.core.types import IndexReport, PathSet
-from memserver.store import statecache
+from memserver.core.protocols import Embedder
+from memserver.core.types import IndexReport, PathSet, WalkResult
+from memserver.ingest.pipeline import Indexer
+from memserver.store.index import IndexStore
 
 logger = logging.getLogger("memserver.watch")
+
+
+class Workspace(Protocol):
+    """What the watcher needs of the composition root (`memserver.engine.Engine`)."""
+
+    root: Path
+    index_dir: Path
+    settings: Settings
+
+    @property
+    def watch_embedder(self) -> Embedder | None: ...
+
+    @property
+    def lock_timeout(self) -> float: ...
+
+    def walk(self, only: PathSet | None = None) -> WalkResult: ...
+
+    def writable_store(self, rebuild: bool = False) -> IndexStore: ...
+
+    def indexer(self, store: IndexStore, *, embedder: Embedder | None = None) -> Indexer: ...
+
+    def run_index(
+        self, store: IndexStore, walked: WalkResult, report: IndexReport, *,
+        git: tuple[str, str], embedder: Embedder | None = None, only: PathSet | None = None,
+        optimize: bool = True, trust_marker: bool = False,
+        stop_embedding: Callable[[], bool] | None = None,
+    ) -> IndexReport: ...  # fmt: skip
 
 
 class LiveIndex:
     def __init__(
         self,
-        engine: Any,
+        engine: Workspace,
         *,
         housekeep_after: int = 10,
         housekeep_idle: float = 30.0,
@@ -48,7 +79,7 @@ class LiveIndex:
         self.housekeep_after = housekeep_after
         self.housekeep_idle = housekeep_idle
         self.keep_versions = keep_versions
-        self._store: Any = None
+        self._store: IndexStore | None = None
         self._lock = threading.Lock()
         self.commits_since_housekeeping = 0
         self.last_change = 0.0
@@ -57,7 +88,7 @@ class LiveIndex:
         self.embedding_left = False  # an embedding phase gave way before it was done
 
     @property
-    def store(self) -> Any:
+    def store(self) -> IndexStore:
         if self._store is None:
             self._store = self.engine.writable_store(rebuild=False)
         return self._store
@@ -71,20 +102,20 @@ class LiveIndex:
         report = IndexReport(root=str(engine.root), index_dir=str(engine.index_dir))
         with self._lock:
             walked = engine.walk(only)
-            report.skipped.update({s.path: s.reason for s in walked.skipped})
             store = self.store
             git = head(engine.root)
             if only is not None and not only and git == (store.meta.git_commit,
                                                          store.meta.git_branch):  # fmt: skip
+                report.skipped.update({s.path: s.reason for s in walked.skipped})
                 return report  # git touched its index, HEAD did not move
-            statecache.forget(engine.index_dir)
-            with store.lock(engine.settings.index.lock_timeout_seconds):
-                indexer = engine.indexer(store, git=git, embedder=engine.watch_embedder)
-                trust = self.batches > 0  # the first batch checks the stores thoroughly
-                yielded = _Asked(self.should_yield)
-                indexer.run(walked.files, report, only=only, optimize=False, trust_marker=trust,
-                            stop_embedding=yielded)  # fmt: skip
-                self.embedding_left = yielded.said_yes
+            store.drop_stat_cache()  # the no-op shortcut of `memserver index` no longer holds
+            yielded = _Asked(self.should_yield)
+            engine.run_index(
+                store, walked, report, git=git, embedder=engine.watch_embedder, only=only,
+                optimize=False, trust_marker=self.batches > 0,  # the first checks thoroughly
+                stop_embedding=yielded,
+            )  # fmt: skip
+            self.embedding_left = yielded.said_yes
             self.batches += 1
             self.last_report = report
             if report.chunks_added or report.chunks_removed or report.files_removed:
@@ -119,8 +150,8 @@ class LiveIndex:
         """Compact the tables and drop old versions (call when `housekeeping_due`)."""
         with self._lock:
             store = self.store
-            with store.lock(self.engine.settings.index.lock_timeout_seconds):
-                store.lance.housekeep(self.keep_versions)
+            with store.lock(self.engine.lock_timeout):
+                store.housekeep(self.keep_versions)
             self.commits_since_housekeeping = 0
         logger.info("memserver watch: compacted the tables")
 
@@ -129,7 +160,7 @@ class LiveIndex:
         with self._lock:
             store = self.store
             report = IndexReport(root=str(self.engine.root), index_dir=str(self.engine.index_dir))
-            with store.lock(self.engine.settings.index.lock_timeout_seconds):
+            with store.lock(self.engine.lock_timeout):
                 yielded = _Asked(self.should_yield)
                 indexer = self.engine.indexer(store, embedder=self.engine.watch_embedder)
                 indexer.embed_pending(report, yielded)
@@ -159,7 +190,7 @@ class _Asked:
 
 
 def start_watching(
-    engine: Any, on_report: Callable[[IndexReport], Any] | None = None
+    engine: Workspace, on_report: Callable[[IndexReport], Any] | None = None
 ) -> tuple[Watcher, LiveIndex]:
     """A running watcher that keeps `engine`'s index fresh (stop it with `.stop()`);
     `on_report` gets each batch's report."""
@@ -182,4 +213,4 @@ def start_watching(
     return watcher, live
 
 
-__all__ = ["LiveIndex", "start_watching"]
+__all__ = ["LiveIndex", "Workspace", "start_watching"]

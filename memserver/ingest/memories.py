@@ -2,7 +2,8 @@
 
 New or reopened chunks are distilled (a deterministic distiller, or an LLM one
 with a cache) and their memories stored and made searchable; memories of
-closed chunks turn stale and leave the keyword index.
+closed chunks turn stale and leave the keyword index. The planner only decides:
+what it returns goes into the batch's `FileChanges`, which the store writes.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from collections.abc import Iterable, Sequence
 
 from memserver.core.ids import memory_id
 from memserver.core.protocols import Distiller
-from memserver.core.types import MEMORY_TYPES, Chunk, Memory
+from memserver.core.types import ACTIVE, MEMORY_TYPES, STALE, Chunk, Memory
 from memserver.store.index import IndexStore
-from memserver.store.memories import ACTIVE, STALE
 
 _LIVE = (ACTIVE, STALE)
 
@@ -37,7 +37,7 @@ def distill(distiller: Distiller, chunk: Chunk) -> list[Memory]:
     return list(out.values())
 
 
-class MemoryWriter:
+class MemoryPlanner:
     """`partial`: read the memories of the chunks at hand as they come (a small run over a
     large index, such as one watcher batch) instead of every memory up front."""
 
@@ -79,10 +79,13 @@ class MemoryWriter:
         states, citations = self.store.memories.about(todo)
         self._take(states if self.distiller else {}, citations)
 
-    def chunks_added(self, chunks: Iterable[Chunk]) -> list[Memory]:
-        """Distil chunks that are new or back; store what is new; return all their memories."""
+    def chunks_added(
+        self, chunks: Iterable[Chunk]
+    ) -> tuple[list[tuple[Memory, str]], list[str], list[Memory]]:
+        """Distil chunks that are new or back: (memories to store, stale ones to make active
+        again, every live memory of these chunks for the keyword index)."""
         if self.distiller is None:
-            return []
+            return [], [], []
         chunks = list(chunks)
         self.load(c.id for c in chunks)
         memories: list[tuple[Memory, str]] = []
@@ -92,36 +95,32 @@ class MemoryWriter:
         # a memory forgotten or superseded stays so when its chunk comes back
         live = [(m, o) for m, o in memories if self.states.get(m.id, (ACTIVE,))[0] in _LIVE]
         revived = [m.id for m, _ in live if self.states.get(m.id, (ACTIVE,))[0] == STALE]
-        self.store.memories.insert(fresh)
-        self.store.memories.set_status(revived, ACTIVE, was=STALE)
         for m, origin in live:
             self.states[m.id] = (ACTIVE, origin)
             if m.id not in self.by_origin[origin]:
                 self.by_origin[origin].append(m.id)
         self.added += len(fresh)
-        return [m for m, _ in live]
+        return fresh, revived, [m for m, _ in live]
 
     def ids_of(self, chunk_ids: Sequence[str]) -> list[str]:
         self.load(chunk_ids)
         return [mid for cid in chunk_ids for mid in self.by_origin.get(cid, ())]
 
-    def chunks_closed(self, chunk_ids: Sequence[str]) -> None:
-        """Memories of closed chunks, and notes citing them, become stale.
+    def chunks_closed(self, chunk_ids: Sequence[str]) -> list[str]:
+        """Memories of closed chunks, and notes citing them, become stale: returns the notes
+        (the store marks the distilled memories by their origin).
 
         Distilled memories leave search with their chunk (the caller drops them from
         the keyword index); a note stays findable, marked stale, so the agent learns
         that what it says about the code may no longer hold.
         """
         if not chunk_ids:
-            return
+            return []
         self.load(chunk_ids)
         citing = sorted({m for cid in chunk_ids for m in self.cited_by.get(cid, ())})
-        if citing:
-            self.store.memories.set_status(citing, STALE, was=ACTIVE)
-            self.stale_marked += len(citing)
-        if self.distiller is None:
-            return
-        self.store.memories.set_status_by_origin(chunk_ids, STALE, was=ACTIVE)
-        for mid in self.ids_of(chunk_ids):
-            if self.states[mid][0] == ACTIVE:
-                self.states[mid] = (STALE, self.states[mid][1])
+        self.stale_marked += len(citing)
+        if self.distiller is not None:
+            for mid in self.ids_of(chunk_ids):
+                if self.states[mid][0] == ACTIVE:
+                    self.states[mid] = (STALE, self.states[mid][1])
+        return citing

@@ -8,12 +8,15 @@ backgrounded embedding phase resumes where it stopped on the next run.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from indexers.walk import read_source
+from memserver.core.errors import ModelUnavailable
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import (
@@ -24,9 +27,11 @@ from memserver.core.types import (
     PathSet,
     SourceFile,
 )
-from memserver.ingest.memories import MemoryWriter
+from memserver.core.writes import FileChanges, Place, file_documents
+from memserver.ingest.memories import MemoryPlanner
 from memserver.store.index import IndexStore
-from memserver.store.lance import Place
+from memserver.text.passages import embed_text
+from memserver.text.secrets import mask_code, masked_counts
 
 _STEP = 16  # chunks embedded between two looks at a stop condition
 # Storing a batch's vectors (a merge on id) costs a scan of the whole table: 2.4-3 s at
@@ -41,8 +46,9 @@ _MAX_BATCH = 32_768
 class _FilePlan:
     source: SourceFile
     digest: str
-    text: str
+    text: str  # with secret values masked: nothing past the read sees them
     old: FileRecord | None
+    masked: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -56,16 +62,6 @@ class _Plan:
 def _grown(size: int, pending: Callable[[], int]) -> int:
     """The next embedding batch size, once a full batch showed that more are waiting."""
     return max(size, min(_MAX_BATCH, -(-pending() // _STORES)))
-
-
-def embed_text(chunk: Chunk) -> str:
-    """What the dense model sees: where the chunk is and what it is, then the code.
-
-    A note or a conversation turn has no meaningful path: its words are what a
-    question matches."""
-    if chunk.origin != "file":
-        return chunk.text
-    return "\n".join(p for p in (chunk.path, chunk.header, chunk.symbol, chunk.text) if p)
 
 
 def to_chunks(project: str, drafts: Sequence[ChunkDraft]) -> list[Chunk]:
@@ -110,8 +106,13 @@ class Indexer:
         chunker_id: str = "",
         distiller: Distiller | None = None,
         keep_versions: timedelta | None = None,
+        root: Path | None = None,
+        max_file_bytes: int = 1_000_000,
     ) -> None:
         self.store = store
+        # what the read of each file is checked against (the walk's rules, again)
+        self.root_real = os.path.realpath(root if root is not None else store.meta.root or ".")
+        self.max_file_bytes = max_file_bytes
         # after a run that changed something, table versions older than this are dropped
         # (None: only compacted); a 100M-token build left 1,086 versions of the chunk table
         self.keep_versions = keep_versions
@@ -135,7 +136,7 @@ class Indexer:
     ) -> _Plan:
         """What to do for `files`; with `only`, manifest entries outside it are left alone
         (a partial walk did not look at them)."""
-        manifest = self.store.lance.manifest(None if only is None else only.paths)
+        manifest = self.store.files.read(None if only is None else only.paths)
         if only is not None:
             manifest = {p: rec for p, rec in manifest.items() if p in only}
         plan = _Plan()
@@ -147,24 +148,25 @@ class Indexer:
             if old and same_chunker and old.size == f.size and old.mtime_ns == f.mtime_ns:
                 plan.unchanged += 1
                 continue
-            try:
-                data = Path(f.abs_path).read_bytes()
-                text = data.decode("utf-8-sig")
-            except (OSError, UnicodeDecodeError) as exc:
-                report.skipped[f.path] = f"unreadable: {getattr(exc, 'strerror', None) or exc}"
+            found = read_source(self.root_real, f.path, f.abs_path, self.max_file_bytes)
+            if isinstance(found, str):  # it changed since the walk looked at it
+                report.skipped[f.path] = found
                 if old:
                     plan.removed.append(old)
                 continue
+            data, text, _ = found
             digest = content_hash(data)
             if old and same_chunker and old.content_hash == digest:
                 plan.unchanged += 1
                 plan.touched.append(
                     FileRecord(
-                        f.path, digest, f.size, f.mtime_ns, f.language, old.chunk_ids, *self.git
+                        f.path, digest, f.size, f.mtime_ns, f.language, old.chunk_ids, *self.git,
+                        masked=old.masked,
                     )
-                )
+                )  # fmt: skip
                 continue
-            plan.changed.append(_FilePlan(f, digest, text, old))
+            text, spans = mask_code(text, f.language, f.path)  # the hash stays the file's
+            plan.changed.append(_FilePlan(f, digest, text, old, masked_counts(spans)))
         plan.removed.extend(manifest.values())  # in the manifest, gone from the tree
         self.progress.finish()
         return plan
@@ -181,13 +183,12 @@ class Indexer:
         self,
         batch: Sequence[_FilePlan],
         states: dict[str, bool],
-        memories: MemoryWriter,
+        memories: MemoryPlanner,
         report: IndexReport,
         complete: bool = True,
     ) -> None:
         """Store one batch of changed files. `states` holds every chunk id when `complete`,
         else only some: the rest are read here, with where the cut chunks sit, in one go."""
-        lance, bm25 = self.store.lance, self.store.bm25
         new: list[Chunk] = []
         existing: dict[str, Chunk] = {}
         records: list[FileRecord] = []
@@ -195,7 +196,7 @@ class Indexer:
         ids = {c.id for _, chunks in cut for c in chunks}
         old_ids = {cid for fp, _ in cut if fp.old for cid in fp.old.chunk_ids}
         wanted = ids & states.keys() if complete else ids | (old_ids - states.keys())
-        stored = lance.chunk_places(sorted(wanted))
+        stored = self.store.chunks.places(sorted(wanted))
         if not complete:
             states.update({cid: current for cid, (current, _) in stored.items()})
         for fp, chunks in cut:
@@ -208,33 +209,29 @@ class Indexer:
             s = fp.source
             records.append(
                 FileRecord(
-                    s.path,
-                    fp.digest,
-                    s.size,
-                    s.mtime_ns,
-                    s.language,
-                    tuple(c.id for c in chunks),
-                    *self.git,
+                    s.path, fp.digest, s.size, s.mtime_ns, s.language,
+                    tuple(c.id for c in chunks), *self.git, masked=fp.masked,
                 )
-            )
+            )  # fmt: skip
+            if fp.masked:
+                report.masked[s.path] = dict(fp.masked)
             report.tokens += sum(c.tokens for c in chunks)
         kept = set(existing)
         reopened = [cid for cid in kept if not states[cid]]
         moved = _moved(existing, stored)
         gone = sorted(cid for cid in old_ids - kept if states.get(cid))
         back = [existing[cid] for cid in reopened]
-        lance.insert_chunks(new)
-        lance.set_valid_to(reopened, closed=False)
-        lance.move_chunks(moved)
         memories.load([*(c.id for c in new), *reopened, *gone])  # one read for the batch
-        distilled = memories.chunks_added([*new, *back])
-        bm25.delete([*gone, *memories.ids_of(gone)])
-        bm25.add([*new, *back, *(existing[cid] for cid in moved)])
-        bm25.add_memories(distilled)
-        bm25.commit()
-        lance.set_valid_to(gone, closed=True)
-        memories.chunks_closed(gone)
-        lance.write_manifest(records, [])
+        fresh, revived, live = memories.chunks_added([*new, *back])
+        hidden = memories.ids_of(gone)
+        self.store.commit_files(FileChanges(
+            added=new, reopened=back, moved=moved,
+            moved_chunks=[existing[cid] for cid in moved], closed=gone,
+            memories_added=fresh, memories_revived=revived, memories_searchable=live,
+            memories_hidden=hidden, follow_origin=self.distiller is not None,
+            notes_stale=memories.chunks_closed(gone),
+            documents=file_documents([c for _, chunks in cut for c in chunks]), records=records,
+        ))  # fmt: skip
         for c in new:
             states[c.id] = True
         for cid in reopened:
@@ -249,37 +246,37 @@ class Indexer:
         self,
         removed: Sequence[FileRecord],
         states: dict[str, bool],
-        memories: MemoryWriter,
+        memories: MemoryPlanner,
         report: IndexReport,
     ) -> None:
         gone = sorted({cid for r in removed for cid in r.chunk_ids if states.get(cid)})
-        self.store.bm25.delete([*gone, *memories.ids_of(gone)])
-        self.store.bm25.commit()
-        self.store.lance.set_valid_to(gone, closed=True)
-        memories.chunks_closed(gone)
-        self.store.lance.write_manifest([], [r.path for r in removed])
+        hidden = memories.ids_of(gone)
+        self.store.commit_files(FileChanges(
+            closed=gone, memories_hidden=hidden, follow_origin=self.distiller is not None,
+            notes_stale=memories.chunks_closed(gone), removed_paths=[r.path for r in removed],
+        ))  # fmt: skip
         report.chunks_removed += len(gone)
         report.files_removed += len(removed)
 
     def store_chunks(self, plan: _Plan, report: IndexReport, partial: bool = False) -> None:
         """`partial`: a run over a few paths reads the states of the chunks it touches, not
         of every chunk and memory in the index (what a whole run does, once)."""
-        lance = self.store.lance
-        states = {} if partial else lance.chunk_states()
-        memories = MemoryWriter(self.store, self.distiller, partial=partial)
+        chunks = self.store.chunks
+        states = {} if partial else chunks.states()
+        memories = MemoryPlanner(self.store, self.distiller, partial=partial)
         self.progress.start("chunking", len(plan.changed))
         for batch in _batched(plan.changed, self.batch_files):
             self._apply(batch, states, memories, report, complete=not partial)
         self.progress.finish()
         if plan.removed:
             if partial:
-                states.update(lance.chunk_states_of(
+                states.update(chunks.states_of(
                     [c for r in plan.removed for c in r.chunk_ids if c not in states]
                 ))  # fmt: skip
             self._remove(plan.removed, states, memories, report)
         report.memories_added += memories.added
         if plan.touched:
-            self.store.lance.write_manifest(plan.touched, [])
+            self.store.commit_files(FileChanges(records=plan.touched))
         report.files_unchanged = plan.unchanged
 
     # -- phase 2: vectors --------------------------------------------------------
@@ -289,25 +286,32 @@ class Indexer:
         True when none is left. `stop` is asked every `_STEP` chunks: when it says so, what
         is embedded is stored and the rest left for later (this phase resumes wherever it
         stopped)."""
-        lance, mem = self.store.lance, self.store.memories
+        chunks, mem = self.store.chunks, self.store.memories
         if self.embedder is None:
             report.chunks_unembedded = 0
             return True
         started = time.monotonic()
         if self.counting:  # only a progress bar needs the total
-            self.progress.start("embedding", lance.count_unembedded() + mem.count_unembedded())
-        chunks_done = self._embed_chunks(report, stop)
-        done = chunks_done and not (stop and stop()) and self._embed_memories(report, stop)
+            self.progress.start("embedding", chunks.count_unembedded() + mem.count_unembedded())
+        try:
+            chunks_done = self._embed_chunks(report, stop)
+            done = chunks_done and not (stop and stop()) and self._embed_memories(report, stop)
+        except ModelUnavailable as exc:  # searchable by keyword; vectors wait for the model
+            self.progress.finish()
+            report.vectors_pending = f"{exc.message}; fix: {exc.hint}"
+            report.seconds_embedding += time.monotonic() - started
+            report.chunks_unembedded = chunks.count_unembedded()
+            return False
         self.progress.finish()
         report.seconds_embedding += time.monotonic() - started
-        report.chunks_unembedded = 0 if chunks_done else lance.count_unembedded()
+        report.chunks_unembedded = 0 if chunks_done else chunks.count_unembedded()
         return done
 
     def _embed_chunks(self, report: IndexReport, stop: Callable[[], bool] | None) -> bool:
-        lance, size = self.store.lance, self.embed_batch
-        while batch := lance.unembedded(size):
+        chunks, size = self.store.chunks, self.embed_batch
+        while batch := chunks.unembedded(size):
             vectors = self._embed([embed_text(c) for c in batch], stop)
-            lance.set_vectors({c.id: v for c, v in zip(batch, vectors, strict=False)})
+            self.store.store_vectors(chunks={c.id: v for c, v in zip(batch, vectors, strict=False)})
             report.chunks_embedded += len(vectors)
             if len(vectors) < len(batch):  # stopped midway
                 return False
@@ -315,15 +319,16 @@ class Indexer:
                 return True
             if stop is not None and stop():
                 return False
-            size = _grown(size, lance.count_unembedded)
+            size = _grown(size, chunks.count_unembedded)
         return True
 
     def _embed_memories(self, report: IndexReport, stop: Callable[[], bool] | None) -> bool:
         mem, size = self.store.memories, self.embed_batch * 4
         while memos := mem.unembedded(size):
             vectors = self._embed([m.text for m in memos], stop, step=4 * _STEP)
-            self.store.lance.set_vectors({m.id: v for m, v in zip(memos, vectors, strict=False)},
-                                         mem.table)  # fmt: skip
+            self.store.store_vectors(
+                memories={m.id: v for m, v in zip(memos, vectors, strict=False)}
+            )
             report.memories_embedded += len(vectors)
             if len(vectors) < len(memos):
                 return False
@@ -373,30 +378,17 @@ class Indexer:
         store = self.store
         if store.dirty if trust_marker else store.needs_reconcile():
             report.repaired = store.reconcile()
-        store.mark_dirty()
-        plan = self.plan(files, report, only)
-        self.store_chunks(plan, report, partial=only is not None)
-        store.mark_clean()
+        with store.writing():
+            plan = self.plan(files, report, only)
+            self.store_chunks(plan, report, partial=only is not None)
         report.seconds_to_search = time.monotonic() - started
         if embed:
             self.embed_pending(report, stop_embedding)
         else:
-            report.chunks_unembedded = store.lance.count_unembedded() if self.embedder else 0
-        report.chunks_total = store.lance.count_current()
+            report.chunks_unembedded = store.chunks.count_unembedded() if self.embedder else 0
+        report.chunks_total = store.chunks.count_current()
         if optimize and (report.chunks_added or report.chunks_removed or report.chunks_embedded):
-            trained = store.lance.vector_index_ids()
-            if self.keep_versions is None:
-                store.lance.optimize()
-            else:
-                store.lance.housekeep(self.keep_versions)
-            # compaction writes a vector index anew, and searches on the rewritten one were
-            # 1.3-1.6x slower than on a freshly trained one (10M tokens, one file changed:
-            # recall p50 60 -> 79 ms, trained again 55 ms); training took 13 s there (the run
-            # 11 -> 24 s), 47 s at 100M
-            rewritten = {
-                n for n, i in store.lance.vector_index_ids().items() if trained.get(n) != i
-            }
-            store.lance.ensure_vector_index(store.ann_min_rows, retrain=rewritten)
+            store.maintain_after_run(self.keep_versions)
         store.finish_run(*self.git, self.chunker_id)
         report.seconds = time.monotonic() - started
         return report
@@ -420,4 +412,4 @@ def _batched(items: Sequence[_FilePlan], size: int) -> Iterator[Sequence[_FilePl
         yield items[i : i + size]
 
 
-__all__ = ["Indexer", "embed_text", "to_chunks"]
+__all__ = ["Indexer", "to_chunks"]

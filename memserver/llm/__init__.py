@@ -9,7 +9,8 @@ Nothing here is required: every step has a deterministic fallback, and the
 
 from __future__ import annotations
 
-from memserver.llm.anthropic import AnthropicLLM, LlmAccounting, LlmError, llm_from_settings
+from memserver.core.errors import LlmError
+from memserver.llm.anthropic import AnthropicLLM, LlmAccounting, llm_from_settings
 from memserver.llm.distiller import LlmDistiller, ReplyRejected, parse_reply
 from memserver.llm.settings import LlmSettings
 

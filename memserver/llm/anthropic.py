@@ -5,11 +5,9 @@ it takes seconds, and most commands never call a model. anthropic 2.x talks
 through `httpx2` (not `httpx`), so an injected `http_client` is an
 `httpx2.Client`; tests pass one over `httpx2.MockTransport`.
 
-Every SDK error is mapped to one of ours at this boundary:
-
-MemserverError
-└── LlmError      a model call failed: key, rate limit, server, network,
-                  timeout, or a reply cut off at max_tokens / without text
+Every SDK error is mapped to `LlmError` (in `memserver.core.errors`) at this boundary: a
+model call failed on the key, a rate limit, the server, the network, a timeout, or a reply
+cut off at max_tokens / without text.
 """
 
 from __future__ import annotations
@@ -21,17 +19,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memserver.core.errors import MemserverError
+from memserver.core.errors import LlmError
 from memserver.llm.settings import LlmSettings
 
 if TYPE_CHECKING:
     import httpx2
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
-
-
-class LlmError(MemserverError):
-    """A model call failed; callers fall back to their deterministic step."""
 
 
 @dataclass

@@ -21,9 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from memserver.core.errors import LlmError
 from memserver.core.protocols import LLM, Distiller
 from memserver.core.types import MEMORY_TYPES, Chunk, MemoryDraft
-from memserver.llm.anthropic import LlmError
 
 MAX_MEMORIES = 3
 MAX_TEXT_CHARS = 600

@@ -11,8 +11,8 @@ import hashlib
 import threading
 from collections import OrderedDict
 
+from memserver.core.errors import LlmError
 from memserver.core.protocols import LLM
-from memserver.llm.anthropic import LlmError
 from memserver.llm.distiller import ReplyRejected, _load_json, load_prompt
 
 MAX_EXPANSIONS = 3

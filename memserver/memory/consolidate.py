@@ -14,6 +14,11 @@ before and after. Ids come from content, so a second run changes nothing, and a 
 cut short is finished by the next (an abstraction whose members are still active).
 
 Memories distilled from code are left alone: they follow their chunks.
+
+A person may take the proposals of a dry run one at a time (the review page): `accept`
+applies the chosen merges and contradictions exactly as a run would, `reject` records an
+event so the proposal is not made again, `undo` takes an accepted one back (the members
+are active again, the abstraction `archived`: kept, never proposed or recalled again).
 """
 
 from __future__ import annotations
@@ -21,25 +26,32 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memserver.core.errors import BadRequest
 from memserver.core.ids import memory_id
-from memserver.core.text import words
-from memserver.core.types import Memory
-from memserver.store.events import EventLog
+from memserver.core.types import ACTIVE, ARCHIVED, SUPERSEDED, Memory
+from memserver.core.writes import ConsolidationWrite, Revision
+from memserver.memory.review import restored_statuses
 from memserver.store.index import IndexStore
-from memserver.store.lance import scope_pairs, vector_matrix
+from memserver.text.terms import words
 
-__all__ = ["ConsolidationPlan", "Consolidator"]
+if TYPE_CHECKING:
+    from memserver.store.events import Event
+
+__all__ = ["ConsolidationPlan", "ConsolidationReport", "Consolidator"]
 
 DISTILLER = "consolidate-v1"
 SOURCES = ("atomic-v1", DISTILLER)  # remembered notes and turns, and earlier abstractions
 CONTRADICTION_COSINE = 0.75
 SAME_FRAME = 0.8  # Jaccard of the words around the values
+REJECT_MERGE, REJECT_CONTRADICTION = "reject-merge", "reject-contradiction"
+UNDOABLE = ("consolidate", "supersede", REJECT_MERGE, REJECT_CONTRADICTION)
 _VALUE = re.compile(
     r"\b(?:\d+(?:[.:/-]\d+)*|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
     r"january|february|march|april|may|june|july|august|september|october|november|"
@@ -88,6 +100,23 @@ class ConsolidationPlan:
             ],
             "repaired": len(self.repairs),
         }  # fmt: skip
+
+
+@dataclass
+class ConsolidationReport:
+    """What one consolidation run found (and, unless a dry run, did)."""
+
+    considered: int
+    abstractions: list[dict[str, Any]]  # id, text, members, member_texts
+    superseded: int
+    contradictions: list[dict[str, Any]]  # older, newer, older_text, newer_text
+    repaired: int
+    dry_run: bool
+    active_before: int
+    active_after: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _values(text: str) -> Counter[str]:
@@ -143,24 +172,36 @@ class Consolidator:
     def _rows(self) -> list[_Row]:
         rows: list[_Row] = []
         for distiller in SOURCES:
-            table = self.store.memories.consolidation_table(distiller)
-            vecs = vector_matrix(table, self.store.meta.dim)
+            found, vecs = self.store.memories.for_consolidation(distiller)
             if vecs is None:
                 continue
-            for i, r in enumerate(table.drop_columns(["vector"]).to_pylist()):
-                if not r["embedded"]:
+            for i, (m, origin, embedded) in enumerate(found):
+                if not embedded:
                     continue
                 v = vecs[i]
                 norm = float(np.linalg.norm(v)) or 1.0
                 rows.append(_Row(
-                    r["id"], r["type"], r["text"], tuple(r["entities"] or ()),
-                    tuple(r["source_ids"] or ()), r["origin_chunk"] or "",
-                    r["event_time"] or _EPOCH, scope_pairs(r["scope"]),
-                    tuple(r["derived_from"] or ()), v / norm,
+                    m.id, m.type, m.text, m.entities, m.source_ids, origin,
+                    m.event_time or _EPOCH, m.scope, m.derived_from, v / norm,
                 ))  # fmt: skip
         return rows
 
+    def _rejected(self) -> tuple[set[str], set[tuple[str, str]]]:
+        """(abstraction ids, (older, newer) pairs) a person rejected and did not undo."""
+        events = self.store.events.with_ops([REJECT_MERGE, REJECT_CONTRADICTION, "undo"])
+        undone = {t for e in events if e.op == "undo" for t in e.targets}
+        merges, pairs = set(), set()
+        for e in events:
+            if e.key in undone or e.op == "undo" or not e.targets:
+                continue
+            if e.op == REJECT_MERGE:
+                merges.add(e.targets[0])
+            elif len(e.targets) >= 2:
+                pairs.add((e.targets[0], e.targets[1]))
+        return merges, pairs
+
     def plan(self) -> ConsolidationPlan:
+        merges, pairs = self._rejected()
         rows = self._rows()
         out = ConsolidationPlan(considered=len(rows))
         out.texts = {r.id: r.text for r in rows}
@@ -174,10 +215,17 @@ class Consolidator:
         for r in rows:
             by_scope.setdefault(r.scope, []).append(r)
         for group in by_scope.values():
-            self._plan_group(sorted(group, key=lambda r: (r.when, r.id)), out)
+            self._plan_group(sorted(group, key=lambda r: (r.when, r.id)), out, pairs)
+        # a rejected merge, or one taken back (its abstraction stored, archived), stays undone
+        stored = self.store.memories.get([m.id for m, _, _ in out.abstractions])
+        out.abstractions = [
+            a for a in out.abstractions
+            if a[0].id not in merges and stored.get(a[0].id, a[0]).status == ACTIVE
+        ]  # fmt: skip
         return out
 
-    def _plan_group(self, rows: list[_Row], out: ConsolidationPlan) -> None:
+    def _plan_group(self, rows: list[_Row], out: ConsolidationPlan,
+                    rejected: set[tuple[str, str]]) -> None:  # fmt: skip
         if len(rows) < 2:
             return
         vectors = np.stack([r.vector for r in rows])
@@ -189,7 +237,8 @@ class Consolidator:
             for j in (int(x) for x in nearest):
                 days = abs((rows[i].when - rows[j].when).total_seconds()) / 86400
                 affinity = float(sims[j]) * math.pow(0.5, days / self.half_life_days)
-                if sims[j] >= CONTRADICTION_COSINE and contradicts(rows[j], rows[i]):
+                if (sims[j] >= CONTRADICTION_COSINE and contradicts(rows[j], rows[i])
+                        and (rows[j].id, rows[i].id) not in rejected):  # fmt: skip
                     if j not in closed:
                         out.contradictions.append((rows[j].id, rows[i].id))
                         closed.add(j)
@@ -221,7 +270,7 @@ class Consolidator:
 
     # -- applying ------------------------------------------------------------------
 
-    def run(self, *, dry_run: bool = False, actor: str = "memserver") -> dict[str, Any]:
+    def run(self, *, dry_run: bool = False, actor: str = "memserver") -> ConsolidationReport:
         """Plan, and unless `dry_run` apply; returns the plan and the active counts."""
         store = self.store
         before = store.memories.count_active()
@@ -232,34 +281,23 @@ class Consolidator:
             plan = self.plan()
             if not dry_run and (plan.abstractions or plan.contradictions or plan.repairs):
                 self._apply(plan, actor)
-        report = plan.to_dict()
-        report.update(
-            dry_run=dry_run,
-            active_before=before,
+        return self._report(plan, dry_run, before)
+
+    def _report(self, plan: ConsolidationPlan, dry_run: bool, before: int) -> ConsolidationReport:
+        store = self.store
+        planned = plan.to_dict()
+        return ConsolidationReport(
+            considered=planned["considered"], abstractions=planned["abstractions"],
+            superseded=planned["superseded"], contradictions=planned["contradictions"],
+            repaired=planned["repaired"], dry_run=dry_run, active_before=before,
             active_after=before if dry_run else store.memories.count_active(),
-        )
-        return report
+        )  # fmt: skip
 
     def _apply(self, plan: ConsolidationPlan, actor: str) -> None:
-        store = self.store
-        events = EventLog(store.lance.events)
-        with store.writing():
-            self._write(plan, actor, events)
-
-    def _write(self, plan: ConsolidationPlan, actor: str, events: EventLog) -> None:
-        store = self.store
-        fresh = [(m, origin) for m, _, origin in plan.abstractions]
-        vectors = {m.id: plan.vectors[m.id].tolist() for m, _ in fresh}
-        store.memories.insert(fresh, store.meta.project, vectors=vectors)  # abstractions first
-        store.bm25.add_memories(m for m, _ in fresh)
         superseded = dict(plan.repairs)
         for m, members, _ in plan.abstractions:
             superseded.update(dict.fromkeys(members, m.id))
-        store.memories.supersede(superseded, close=False)
-        store.memories.supersede(dict(plan.contradictions), close=True)
-        store.bm25.delete([*superseded, *(o for o, _ in plan.contradictions)])
-        store.bm25.commit()
-        log = [
+        log: list[tuple[str, Sequence[str], str, str]] = [
             ("consolidate", [m.id, *members], "\n".join(plan.texts[x] for x in members), m.text)
             for m, members, _ in plan.abstractions
         ]
@@ -267,4 +305,90 @@ class Consolidator:
                 for o, n in plan.contradictions]  # fmt: skip
         if plan.repairs:
             log.append(("consolidate", sorted(plan.repairs), "", "finished an interrupted run"))
-        events.append_many(log, actor=actor, reason="sleep-time consolidation")
+        self.store.consolidate(ConsolidationWrite(
+            abstractions=[(m, origin) for m, _, origin in plan.abstractions],
+            vectors={m.id: plan.vectors[m.id].tolist() for m, _, _ in plan.abstractions},
+            superseded=superseded, contradicted=dict(plan.contradictions), events=log,
+            actor=actor,
+        ))  # fmt: skip
+
+    # -- one proposal at a time (the review page) ---------------------------------------
+
+    def _chosen(self, plan: ConsolidationPlan, merges: Sequence[str],
+                contradictions: Sequence[tuple[str, str]]) -> ConsolidationPlan:  # fmt: skip
+        """The part of `plan` a person chose; every choice must still be proposed."""
+        proposed = {m.id for m, _, _ in plan.abstractions}
+        gone = [m for m in merges if m not in proposed]
+        gone += [f"{o} → {n}" for o, n in contradictions if (o, n) not in plan.contradictions]
+        if gone:
+            raise BadRequest(
+                f"no longer proposed: {', '.join(gone[:3])}",
+                hint="the memories changed since the dry run: reload the proposals",
+            )
+        return ConsolidationPlan(
+            abstractions=[a for a in plan.abstractions if a[0].id in set(merges)],
+            contradictions=[c for c in plan.contradictions if c in set(contradictions)],
+            texts=plan.texts, vectors=plan.vectors, considered=plan.considered,
+        )  # fmt: skip
+
+    def accept(self, merges: Sequence[str] = (), contradictions: Sequence[tuple[str, str]] = (),
+               *, actor: str = "memserver") -> ConsolidationReport:  # fmt: skip
+        """Apply only the chosen merges (abstraction ids) and contradictions (older, newer)
+        of a fresh plan, exactly as a run applies them."""
+        before = self.store.memories.count_active()
+        with self.store.lock(self.lock_timeout):
+            chosen = self._chosen(self.plan(), merges, contradictions)
+            if chosen.abstractions or chosen.contradictions:
+                self._apply(chosen, actor)
+        return self._report(chosen, False, before)
+
+    def reject(self, merges: Sequence[str] = (), contradictions: Sequence[tuple[str, str]] = (),
+               *, actor: str = "memserver", reason: str = "") -> ConsolidationReport:  # fmt: skip
+        """Record that the chosen proposals are wrong: later plans leave them out."""
+        before = self.store.memories.count_active()
+        with self.store.lock(self.lock_timeout):
+            chosen = self._chosen(self.plan(), merges, contradictions)
+            log: list[tuple[str, Sequence[str], str, str]] = [
+                (REJECT_MERGE, [m.id, *members], "\n".join(chosen.texts[x] for x in members),
+                 m.text) for m, members, _ in chosen.abstractions
+            ]  # fmt: skip
+            log += [(REJECT_CONTRADICTION, [o, n], chosen.texts[o], chosen.texts[n])
+                    for o, n in chosen.contradictions]  # fmt: skip
+            self.store.revise(Revision(events=log, actor=actor,
+                                       reason=reason or "not the same memory"))  # fmt: skip
+        return self._report(ConsolidationPlan(considered=chosen.considered), True, before)
+
+    def undo(self, event: Event, *, actor: str = "memserver", reason: str = "") -> list[str]:
+        """Take back an accepted merge or contradiction, or a rejection; returns the
+        memories whose status changed."""
+        if event.op not in UNDOABLE:
+            raise BadRequest(f"a {event.op} is not undone by consolidation",
+                             hint=f"undo one of {', '.join(UNDOABLE)}")  # fmt: skip
+        targets = list(event.targets)
+        log: list[tuple[str, Sequence[str], str, str]] = [("undo", [event.key, *targets], "", "")]
+        restored: dict[str, str] = {}
+        with self.store.lock(self.lock_timeout):
+            if any(e.op == "undo" for e in self.store.events.of(event.key)):
+                raise BadRequest("this was undone already", hint="reload the audit log")
+            if event.op == "consolidate":
+                restored = self._split(targets[0])
+            elif event.op == "supersede":
+                older = self.store.memories.get(targets[:1])
+                restored = restored_statuses(
+                    self.store, [m for m in older.values() if m.status == SUPERSEDED]
+                )
+                log.append((REJECT_CONTRADICTION, targets[:2], "", ""))  # not proposed again
+            self.store.revise(Revision(restored=restored, events=log, actor=actor,
+                                       reason=reason or f"undo of {event.op}"))  # fmt: skip
+        return sorted(restored)
+
+    def _split(self, abstraction_id: str) -> dict[str, str]:
+        """An abstraction taken back: its superseded members active again, it archived."""
+        found = self.store.memories.get([abstraction_id]).get(abstraction_id)
+        if found is None or not found.derived_from or found.status != ACTIVE:
+            raise BadRequest(f"{abstraction_id} is not an active abstraction",
+                             hint="only a merge that still stands can be taken back")  # fmt: skip
+        members = self.store.memories.get(list(found.derived_from)).values()
+        restored = restored_statuses(self.store, [m for m in members if m.status == SUPERSEDED])
+        restored[abstraction_id] = ARCHIVED
+        return restored

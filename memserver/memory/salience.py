@@ -14,9 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memserver.core.text import words
-from memserver.memory.atomic import entities
-from memserver.store.bm25 import STOP_WORDS
+from memserver.text.sentences import entities
+from memserver.text.terms import STOP_WORDS, words
 
 __all__ = ["WINDOW", "turn_scores"]
 

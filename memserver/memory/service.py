@@ -17,51 +17,45 @@ run and a remember never interleave, and a crash midway is repaired on next open
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memserver.config import MemorySettings
-from memserver.core.errors import ConfigError
+from memserver.core.errors import BadRequest, ModelUnavailable
 from memserver.core.ids import chunk_id, content_hash, memory_id, normalise
 from memserver.core.protocols import Embedder, TokenCounter
-from memserver.core.types import MEMORY_TYPES, Chunk, Memory
-from memserver.ingest.pipeline import embed_text
-from memserver.memory.atomic import atomise, entities
+from memserver.core.requests import (
+    Note,
+    Scope,
+    check_forget_path,
+    forget_matcher,
+    is_glob,
+    visible,
+)  # fmt: skip
+from memserver.core.types import ACTIVE, FORGOTTEN, MEMORY_TYPES, STALE, Chunk, ForgetRule, Memory
+from memserver.core.writes import ForgetPlan, NoteWrite
+from memserver.memory.atomic import atomise
 from memserver.memory.codeblocks import split_code
-from memserver.memory.forgotten import add_forgotten, literal_pattern
-from memserver.memory.scrub import Scrubber
-from memserver.memory.timeexpr import resolve_relative
-from memserver.store.events import EventLog
+from memserver.memory.review import ForgetPreview, Reviewer, ReviewResult
 from memserver.store.index import IndexStore
-from memserver.store.lance import SCOPE_KEYS, sql_quote
-from memserver.store.memories import ACTIVE, FORGOTTEN, STALE
+from memserver.text.passages import embed_text
+from memserver.text.secrets import Scrubber
+from memserver.text.sentences import entities
+from memserver.text.timeexpr import resolve_relative
 
-__all__ = [
-    "ForgetResult", "MemoryService", "Note", "RememberResult", "check_scope", "parse_event_time",
-    "read_conversation",
-]  # fmt: skip
+if TYPE_CHECKING:
+    from memserver.store.events import Event
+
+__all__ = ["ConversationSummary", "ForgetResult", "MemoryService", "RememberResult"]
 
 DISTILLER = "atomic-v1"
 NOTE_KINDS = frozenset(MEMORY_TYPES) | {"note"}
-
-
-@dataclass(frozen=True)
-class Note:
-    text: str
-    kind: str | None = None  # a memory type that every statement takes, or None to infer
-    tags: tuple[str, ...] = ()
-    event_time: datetime | None = None
-    paths: tuple[str, ...] = ()  # files the note is about: it cites their current chunks
-    scope: tuple[tuple[str, str], ...] = ()  # user / session / agent
-    turn_id: str = ""  # set for a conversation turn: stored as a `turn` chunk with this id
-    speaker: str = ""  # who said a turn: an entity of every statement made from it
 
 
 @dataclass
@@ -75,6 +69,28 @@ class RememberResult:
     times: list[dict[str, str]] = field(default_factory=list)
     cites: list[str] = field(default_factory=list)
     unknown_paths: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the caller reads back: the cited chunks as a count (a large file is dozens
+        of ids nobody asked to see)."""
+        out = asdict(self)
+        out["cites"] = len(self.cites)
+        return out
+
+
+@dataclass
+class ConversationSummary:
+    """What ingesting one conversation kept and dropped."""
+
+    turns: int
+    stored: int
+    duplicates: int
+    discarded: int
+    discard_rate: float
+    warning: str
+    redactions: int
+    turn_ids: list[str]
+    discarded_turns: list[str]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -91,60 +107,13 @@ class ForgetResult:
         return asdict(self)
 
 
-def parse_event_time(value: str | None) -> datetime | None:
-    """An ISO-8601 time (a date alone means midnight UTC; no zone means UTC)."""
-    if value is None or not value.strip():
-        return None
-    try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ConfigError(
-            f"event time {value!r} is not an ISO-8601 date or time",
-            hint="e.g. 2025-03-14 or 2025-03-14T09:30:00+01:00",
-        ) from exc
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+_TRAILING_DIGITS = re.compile(r"(\d+)$")
 
 
-def read_conversation(
-    lines: Iterable[str], scope: tuple[tuple[str, str], ...], source: str = "conversation"
-) -> list[Note]:
-    """JSONL turns ({speaker, text, time?, turn_id?} per line) → one Note per turn."""
-    notes = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            turn = json.loads(line)
-            speaker, text = str(turn.get("speaker") or "").strip(), str(turn["text"])
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(
-                f"{source} line {n} is not a turn object: {exc}",
-                hint='write one {"speaker": …, "text": …, "time": ISO-8601, "turn_id": …} '
-                "object per line",
-            ) from exc
-        content = f"{speaker}: {text}" if speaker else text
-        notes.append(Note(
-            content, event_time=parse_event_time(turn.get("time")), scope=scope,
-            turn_id=str(turn.get("turn_id") or f"T{n}"), speaker=speaker,
-        ))  # fmt: skip
-    return notes
-
-
-def check_scope(
-    scope: Mapping[str, str] | Sequence[tuple[str, str]],
-) -> tuple[tuple[str, str], ...]:
-    pairs = list(scope.items()) if isinstance(scope, Mapping) else list(scope)
-    out = []
-    for key, value in pairs:
-        if key not in SCOPE_KEYS:
-            raise ConfigError(
-                f"unknown scope key {key!r}",
-                hint=f"scope keys are {', '.join(SCOPE_KEYS)} (the project is implied)",
-            )
-        if not str(value).strip():
-            raise ConfigError(f"scope {key} is empty", hint=f"give a value, e.g. {key}=alice")
-        out.append((key, str(value).strip()))
-    return tuple(sorted(out))
+def turn_number(turn_id: str) -> int:
+    """A turn's number in its conversation: the digits its id ends in (`D3:12` → 12)."""
+    m = _TRAILING_DIGITS.search(turn_id)
+    return int(m.group(1)) if m else -1
 
 
 # a name that can be a code symbol: dotted, snake_case or camelCase (not "Caroline")
@@ -172,7 +141,6 @@ class MemoryService:
             emails=settings.redact_emails, phones=settings.redact_phones,
             region=settings.phone_region,
         )  # fmt: skip
-        self.events = EventLog(store.lance.events)
 
     # -- remember ------------------------------------------------------------------
 
@@ -195,37 +163,43 @@ class MemoryService:
         with self.store.lock(self.lock_timeout):
             prepared = [self._scrubbed(n) for n in notes]
             ids = [r.note_id for r, *_ in prepared]
-            current = {i for i, cur in self.store.lance.chunk_states_of(ids).items() if cur}
+            current = {i for i, cur in self.store.chunks.states_of(ids).items() if cur}
             seen: dict[str, RememberResult] = {}
             for (result, note, clean, prose, blocks, when, path), nid in zip(
                 prepared, ids, strict=True
             ):
-                if nid in current or nid in seen:
-                    results.append(self._duplicate(result, nid, seen.get(nid)))
+                if nid in seen:
+                    results.append(self._duplicate(result, nid, seen[nid]))
                     continue
                 made, mems = self._build(result, note, prose, blocks, when, path)
+                if nid in current and (not mems or self._has_memories(nid)):
+                    results.append(self._duplicate(result, nid))
+                    continue  # a note stored without its memories is written again
                 chunks += made
                 memories += mems
                 events.append(([nid, *result.code_blocks, *result.memory_ids], clean))
                 seen[nid] = result
                 results.append(result)
             if chunks:
-                self._write(chunks, list({m.id: m for m in memories}.values()))
-                self.events.append_many(
-                    [("add", targets, "", clean) for targets, clean in events],
-                    actor=self.actor, reason="remember",
-                )  # fmt: skip
+                unique = list({m.id: m for m in memories}.values())
+                self.store.add_notes(NoteWrite(
+                    chunks, unique, self._vectors(chunks, unique),
+                    [("add", targets, "", clean) for targets, clean in events], self.actor,
+                ))  # fmt: skip
         return results
 
-    def remember_conversation(self, notes: Sequence[Note]) -> dict[str, Any]:
+    def remember_conversation(self, notes: Sequence[Note]) -> ConversationSummary:
         """Score the turns of one conversation (in order), drop the low-information ones,
         remember the rest session by session; returns counts and the discard rate."""
         from memserver.memory.salience import turn_scores
 
         vectors = None
         if self.embedder is not None and notes:
-            vectors = np.asarray(self.embedder.embed_documents([n.text for n in notes]),
-                                 dtype=np.float32)  # fmt: skip
+            try:
+                vectors = np.asarray(self.embedder.embed_documents([n.text for n in notes]),
+                                     dtype=np.float32)  # fmt: skip
+            except ModelUnavailable:  # novelty by words alone (salience handles None)
+                vectors = None
         scores = turn_scores([n.text for n in notes], vectors)
         threshold = self.settings.turn_min_score
         kept = [n for n, s in zip(notes, scores, strict=True) if s >= threshold]
@@ -247,20 +221,21 @@ class MemoryService:
                    if rate > 0.60 else "almost nothing was dropped; raise it to keep less "
                    "small talk")
             )  # fmt: skip
-        return {
-            "turns": len(notes), "stored": sum(not r.duplicate for r in results),
-            "duplicates": sum(r.duplicate for r in results), "discarded": len(notes) - len(kept),
-            "discard_rate": rate, "warning": warning,
-            "redactions": sum(r.redactions for r in results),
-            "turn_ids": [r.note_id for r in results],
-            "discarded_turns": [n.turn_id for n, s in zip(notes, scores, strict=True)
-                                if s < threshold],
-        }  # fmt: skip
+        return ConversationSummary(
+            turns=len(notes), stored=sum(not r.duplicate for r in results),
+            duplicates=sum(r.duplicate for r in results), discarded=len(notes) - len(kept),
+            discard_rate=rate, warning=warning, redactions=sum(r.redactions for r in results),
+            turn_ids=[r.note_id for r in results],
+            discarded_turns=[n.turn_id for n, s in zip(notes, scores, strict=True)
+                             if s < threshold],
+        )  # fmt: skip
 
     def _scrubbed(self, note: Note) -> tuple[Any, ...]:
         project = self.store.meta.project
         when = (note.event_time or datetime.now(UTC)).astimezone(UTC)
         clean, redactions = self.scrubber.scrub(note.text)
+        note, more = self._scrubbed_fields(note)
+        redactions += more
         prose, blocks = split_code(clean)
         scope_key = ",".join(f"{k}={v}" for k, v in note.scope)
         origin = "turn" if note.turn_id else "note"
@@ -276,6 +251,19 @@ class MemoryService:
             redacted=dict(Counter(r.kind for r in redactions)),
         )  # fmt: skip
         return result, note, clean, prose, blocks, when, path
+
+    def _scrubbed_fields(self, note: Note) -> tuple[Note, list[Any]]:
+        """Tags, speaker and turn id are stored (and searched) too: scrub them like the text."""
+        found: list[Any] = []
+        cleaned = []
+        for value in (*note.tags, note.speaker, note.turn_id):
+            clean, spans = self.scrubber.scrub(value) if value else (value, [])
+            cleaned.append(clean)
+            found += spans
+        if not found:
+            return note, []
+        *tags, speaker, turn_id = cleaned
+        return replace(note, tags=tuple(tags), speaker=speaker, turn_id=turn_id), found
 
     def _build(
         self, result: RememberResult, note: Note, prose: str, blocks: Sequence[Any],
@@ -310,19 +298,22 @@ class MemoryService:
 
     def _check(self, note: Note) -> None:
         if not note.text.strip():
-            raise ConfigError("the note is empty", hint="pass the text to remember")
+            raise BadRequest("the note is empty", hint="pass the text to remember")
         size = len(note.text.encode("utf-8"))
         if size > self.settings.max_text_bytes:
-            raise ConfigError(
+            raise BadRequest(
                 f"the note is {size:,} bytes, over the {self.settings.max_text_bytes:,} limit",
                 hint="split it into several notes, or raise [memory] max_text_bytes",
             )
         if note.turn_id and not note.turn_id.strip():
-            raise ConfigError("the turn id is blank", hint="give each turn a stable id")
+            raise BadRequest("the turn id is blank", hint="give each turn a stable id")
         if note.kind is not None and note.kind not in NOTE_KINDS:
-            raise ConfigError(
+            raise BadRequest(
                 f"unknown kind {note.kind!r}", hint=f"use one of {', '.join(sorted(NOTE_KINDS))}"
             )
+
+    def _has_memories(self, note_id: str) -> bool:
+        return any(m.status in (ACTIVE, STALE) for m in self.store.memories.of_origin([note_id]))
 
     def _duplicate(
         self, result: RememberResult, note_id: str, earlier: RememberResult | None = None
@@ -331,12 +322,10 @@ class MemoryService:
         if earlier is not None:  # the same note twice in one batch
             result.memory_ids, result.code_blocks = earlier.memory_ids, earlier.code_blocks
             return result
-        note, _ = self.store.lance.get_chunks([note_id])[note_id]
+        note, _ = self.store.chunks.get([note_id])[note_id]
         mems = self.store.memories.of_origin([note.id])
         result.memory_ids = sorted(m.id for m in mems if m.status in (ACTIVE, STALE))
-        blocks = self.store.lance.find_chunks(
-            f"origin = 'code_block' AND path = {sql_quote(note.path)} AND valid_to IS NULL"
-        )
+        blocks = self.store.chunks.code_blocks_of(note.path, current_only=True)
         result.code_blocks = [b.id for b in blocks]
         return result
 
@@ -344,6 +333,7 @@ class MemoryService:
         self, cid: str, origin: str, path: str, language: str, kind: str, text: str,
         when: datetime, note: Note, symbol: str = "",
     ) -> Chunk:  # fmt: skip
+        turn = origin == "turn"
         return Chunk(
             id=cid, project=self.store.meta.project, origin=origin, path=path,
             language=language, kind=kind, symbol=symbol, start_line=1,
@@ -351,12 +341,13 @@ class MemoryService:
             header=f"{when.day} {when:%B %Y}",  # when it was said: questions ask by date
             tokens=self.tokens.count(text), content_hash=content_hash(text),
             event_time=when, scope=note.scope, tags=note.tags,
+            speaker=note.speaker if turn else "", turn=turn_number(note.turn_id) if turn else -1,
         )  # fmt: skip
 
     def _cited(self, paths: Sequence[str], named: Sequence[str]) -> tuple[list[str], list[str]]:
         """Current code chunks of the note's files and of the symbols it names."""
         limit = self.settings.max_cited_chunks
-        manifest = self.store.lance.manifest() if paths else {}
+        manifest = self.store.files.read() if paths else {}
         cites: list[str] = []
         unknown = []
         for p in paths:
@@ -365,141 +356,191 @@ class MemoryService:
                 unknown.append(p)
                 continue
             cites.extend(rec.chunk_ids)
-        symbols = [e for e in named if _CODE_NAME.fullmatch(e)]
-        if symbols:
-            names = ", ".join(sql_quote(s.removesuffix("()")) for s in symbols[:20])
-            where = f"origin = 'file' AND valid_to IS NULL AND symbol IN ({names})"
-            cites.extend(c.id for c in self.store.lance.find_chunks(where))
+        symbols = [e.removesuffix("()") for e in named if _CODE_NAME.fullmatch(e)]
+        cites.extend(c.id for c in self.store.chunks.current_with_symbols(symbols[:20]))
         return list(dict.fromkeys(cites))[:limit], unknown
 
-    def _write(self, chunks: list[Chunk], memories: list[Memory]) -> None:
-        store = self.store
-        vectors: dict[str, Any] = {}
-        if self.embedder is not None and store.meta.dim:  # embed first: rows go in complete
-            texts = [embed_text(c) for c in chunks] + [m.text for m in memories]
-            ids = [c.id for c in chunks] + [m.id for m in memories]
-            vectors = dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
-        with store.writing():
-            store.lance.insert_chunks(chunks, replace=True, vectors=vectors)
-            store.memories.insert([(m, m.source_ids[0]) for m in memories],
-                                  store.meta.project, replace=True, vectors=vectors)  # fmt: skip
-            store.bm25.add(chunks)
-            store.bm25.add_memories(memories)
-            store.bm25.commit()
+    def _vectors(self, chunks: Sequence[Chunk], memories: Sequence[Memory]) -> dict[str, Any]:
+        """Embedded before anything is written, so rows go in complete. Without the model
+        they go in without vectors (searchable by keyword; the next index run embeds them)."""
+        if self.embedder is None or not self.store.meta.dim:
+            return {}
+        texts = [embed_text(c) for c in chunks] + [m.text for m in memories]
+        ids = [c.id for c in chunks] + [m.id for m in memories]
+        try:
+            return dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
+        except ModelUnavailable:
+            return {}
 
     # -- forget --------------------------------------------------------------------
 
     def forget(
         self, ids: Sequence[str] = (), paths: Sequence[str] = (), *, reason: str = "",
-        erase: bool = False,
+        erase: bool = False, scope: Scope = (),
     ) -> ForgetResult:  # fmt: skip
+        """Make notes, memories or indexed files unrecallable (`erase`: gone from every byte
+        of the index too). Only what the caller's `scope` may see can be forgotten; an id
+        outside it is unknown. Consolidated memories built from what goes go with it, and
+        their other members are active again."""
         if not ids and not paths:
-            raise ConfigError("nothing to forget", hint="pass memory or chunk ids, or a path")
+            raise BadRequest("nothing to forget", hint="pass memory or chunk ids, or a path")
+        checked = [check_forget_path(p) for p in paths]
         result = ForgetResult(erased=erase)
         with self.store.lock(self.lock_timeout):
-            chunk_ids, memory_ids = self._resolve(ids)
-            if paths:
-                file_chunks, matched = self._files(paths)
+            chunk_ids, memory_ids = self._resolve(ids, scope, erase)
+            rules: list[ForgetRule] = []
+            if checked:
+                file_chunks, result.paths, rules = self._files(checked, reason)
                 chunk_ids += file_chunks
-                result.paths = matched
-            memory_ids += [
-                m.id for m in self.store.memories.of_origin(chunk_ids) if m.status != FORGOTTEN
-            ]
+            memory_ids += [m.id for m in self.store.memories.of_origin(chunk_ids)
+                           if erase or m.status != FORGOTTEN]  # fmt: skip
             memory_ids = list(dict.fromkeys(memory_ids))
             chunk_ids = list(dict.fromkeys(chunk_ids))
+            abstractions, members = self._derived(memory_ids, erase)
             before = self._texts(chunk_ids, memory_ids) if not erase else ""
-            stale = sorted(set(self.store.memories.citing(chunk_ids)) - set(memory_ids))
+            going = set(memory_ids) | set(abstractions)
+            stale = sorted(set(self.store.memories.citing(chunk_ids)) - going)
             stale = [m for m, mem in self.store.memories.get(stale).items()
                      if mem.status == ACTIVE]  # fmt: skip
-            # commit points first (the manifest for files, LanceDB for the rest), the
-            # keyword index last: a crash in between is finished by reconciliation
-            with self.store.writing():
-                if result.paths:
-                    self.store.lance.write_manifest([], result.paths)
-                self.store.lance.set_valid_to(chunk_ids, closed=True)
-                self.store.memories.set_status(memory_ids, FORGOTTEN)
-                self.store.memories.set_status(stale, STALE)
-                if erase:
-                    self.store.lance.erase_chunks(chunk_ids)
-                    self.store.memories.erase(memory_ids)
-                    self.events.erase([*chunk_ids, *memory_ids])
-                self.store.bm25.delete([*chunk_ids, *memory_ids])
-                self.store.bm25.commit()
-                result.forgotten = [*chunk_ids, *memory_ids]
-                result.stale_marked = stale
-                log = []
-                if result.forgotten:
-                    log.append(("forget", result.forgotten, before, ""))
-                if stale:
-                    log.append(("stale", stale, "", "cites forgotten chunks"))
-                self.events.append_many(
-                    log, actor=self.actor,
-                    reason=(reason or "forget") + (" (erased)" if erase else ""),
-                )  # fmt: skip
+            self.store.forget(ForgetPlan(
+                chunks=chunk_ids, memories=memory_ids, stale=stale, paths=result.paths,
+                rules=rules, abstractions=abstractions,
+                reactivate=[m for m in members if m not in going], erase=erase, before=before,
+                actor=self.actor, reason=reason or "forget",
+            ))  # fmt: skip
+            result.forgotten = [*chunk_ids, *memory_ids, *abstractions]
+            result.stale_marked = stale
         return result
 
-    def _resolve(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    def _resolve(self, ids: Sequence[str], scope: Scope, erase: bool
+                 ) -> tuple[list[str], list[str]]:  # fmt: skip
         chunk_ids: list[str] = []
         memory_ids: list[str] = []
         wanted_chunks = [i for i in ids if i.startswith("c_")]
         wanted_memories = [i for i in ids if i.startswith("m_")]
         bad = [i for i in ids if not i.startswith(("c_", "m_"))]
         if bad:
-            raise ConfigError(
+            raise BadRequest(
                 f"not a chunk or memory id: {', '.join(bad[:5])}",
                 hint="ids look like c_… (chunks, notes) or m_… (memories), as recall returns",
             )
-        found = self.store.lance.get_chunks(wanted_chunks)
-        memories = self.store.memories.get(wanted_memories)
+        found = {cid: c for cid, (c, _) in self.store.chunks.get(wanted_chunks).items()
+                 if visible(c.scope, scope)}  # fmt: skip
+        memories = {mid: m for mid, m in self.store.memories.get(wanted_memories).items()
+                    if visible(m.scope, scope)}  # fmt: skip
         missing = [i for i in wanted_chunks if i not in found]
         missing += [i for i in wanted_memories if i not in memories]
         if missing:
-            raise ConfigError(
+            raise BadRequest(
                 f"unknown id: {', '.join(missing[:5])}",
-                hint="ids change when code changes; recall again for current ids",
+                hint="ids change when code changes; recall again for current ids (an id of "
+                "another user's, session's or agent's notes is unknown to you)",
             )
-        for cid, (chunk, _) in found.items():
+        for cid, chunk in found.items():
             if chunk.origin == "file":
-                raise ConfigError(
+                raise BadRequest(
                     f"{cid} is code from {chunk.path}: indexed files are forgotten by path",
                     hint=f"forget path {chunk.path!r} (it is then left out of indexing), or "
                     "exclude it in .memserverignore",
                 )
             chunk_ids.append(cid)
             if chunk.origin in ("note", "turn"):  # its code blocks go with it
-                blocks = self.store.lance.find_chunks(
-                    f"origin = 'code_block' AND path = {sql_quote(chunk.path)}"
-                )
+                blocks = self.store.chunks.code_blocks_of(chunk.path, current_only=False)
                 chunk_ids.extend(b.id for b in blocks)
-        memory_ids.extend(m for m, mem in memories.items() if mem.status != FORGOTTEN)
+        memory_ids.extend(m for m, mem in memories.items() if erase or mem.status != FORGOTTEN)
         return chunk_ids, memory_ids
 
-    def _files(self, patterns: Sequence[str]) -> tuple[list[str], list[str]]:
-        """Current chunk ids and manifest paths matching gitignore-style patterns; the
-        patterns are recorded so the next indexing run leaves those files out."""
-        import pathspec
+    def _derived(self, memory_ids: Sequence[str], erase: bool) -> tuple[list[str], list[str]]:
+        """(consolidated memories built from any of `memory_ids`, all their members): an
+        abstraction keeps its members' words, so it goes with them."""
+        found = [m for m in self.store.memories.derived_from(memory_ids)
+                 if erase or m.status != FORGOTTEN]  # fmt: skip
+        members = [x for m in found for x in m.derived_from]
+        return [m.id for m in found], list(dict.fromkeys(members))
 
-        manifest = self.store.lance.manifest()
-        # an indexed path is taken as written, even when it holds glob characters or `\`
-        exact = {p.strip("/") for p in patterns} & set(manifest)
-        globs = [p for p in patterns if p.strip("/") not in exact]
-        try:
-            spec = pathspec.GitIgnoreSpec.from_lines(globs)
-        except Exception as exc:
-            raise ConfigError(
-                f"invalid path {globs}: {exc}",
-                hint="give a path relative to the project root, or a gitignore-style glob",
-            ) from exc
-        matched = sorted(p for p in manifest if p in exact or spec.match_file(p))
-        add_forgotten(self.store.dir, [*map(literal_pattern, sorted(exact)), *globs])
-        states = self.store.lance.chunk_states_of(
-            [cid for p in matched for cid in manifest[p].chunk_ids]
+    def _files(self, patterns: Sequence[str], reason: str
+               ) -> tuple[list[str], list[str], list[ForgetRule]]:  # fmt: skip
+        """Current chunk ids and manifest paths the checked patterns match, and the rules
+        that keep those files out of later runs. A pattern that is an indexed path is that
+        path exactly (glob characters and all); one that matches nothing is refused."""
+        manifest = self.store.files.read()
+        rules = [ForgetRule(p, p not in manifest and is_glob(p), reason=reason) for p in patterns]
+        matched: set[str] = set()
+        for rule in rules:
+            match = forget_matcher([rule])
+            hits = {p for p in manifest if match(p)}
+            if not hits:
+                raise BadRequest(
+                    f"path {rule.pattern!r} matches no indexed file: nothing was forgotten",
+                    hint="check the path (relative to the project root) with `memserver "
+                    "status` or `memserver index --dry-run`",
+                )
+            matched |= hits
+        states = self.store.chunks.states_of(
+            [cid for p in sorted(matched) for cid in manifest[p].chunk_ids]
         )
-        return [cid for cid, cur in states.items() if cur], matched
+        return [cid for cid, cur in states.items() if cur], sorted(matched), rules
 
     def _texts(self, chunk_ids: Sequence[str], memory_ids: Sequence[str]) -> str:
-        chunks = self.store.lance.get_chunks(chunk_ids)
+        chunks = self.store.chunks.get(chunk_ids)
         mems = self.store.memories.get(memory_ids)
         parts = [f"[{cid}] {c.text}" for cid, (c, _) in chunks.items()]
         parts += [f"[{mid}] {m.text}" for mid, m in mems.items()]
         return "\n".join(parts)[:100_000]
+
+    # -- review (the review page; see memory.review) ---------------------------------------
+
+    def owner_scope(self, ids: Sequence[str]) -> Scope:
+        """The scope of the stored notes and memories `ids` (one owner): what a person on the
+        review page acts in when forgetting them, since the page shows every scope."""
+        chunks, memories = self.store.sources(list(ids))
+        found: dict[str, str] = {}
+        for key, value in (*(p for c in chunks.values() for p in c.scope),
+                           *(p for m in memories.values() for p in m.scope)):  # fmt: skip
+            if found.setdefault(key, value) != value:
+                raise BadRequest(
+                    f"these ids belong to different {key}s ({found[key]}, {value})",
+                    hint="forget the notes of one user, session or agent at a time",
+                )
+        return tuple(sorted(found.items()))
+
+    def preview_forget(
+        self, ids: Sequence[str] = (), paths: Sequence[str] = (), *, erase: bool = False,
+        scope: Scope = (),
+    ) -> ForgetPreview:  # fmt: skip
+        """What `forget(ids, paths)` would reach, cascade included; changes nothing."""
+        if not ids and not paths:
+            raise BadRequest("nothing to forget", hint="pass memory or chunk ids, or a path")
+        checked = [check_forget_path(p) for p in paths]
+        chunk_ids, memory_ids = self._resolve(ids, scope, erase)
+        out = ForgetPreview()
+        if checked:
+            file_chunks, out.paths, _ = self._files(checked, "")
+            chunk_ids += file_chunks
+        memory_ids += [m.id for m in self.store.memories.of_origin(chunk_ids)
+                       if erase or m.status != FORGOTTEN]  # fmt: skip
+        out.memories = list(dict.fromkeys(memory_ids))
+        out.chunks = list(dict.fromkeys(chunk_ids))
+        abstractions, _ = self._derived(out.memories, erase)
+        going = set(out.memories) | set(abstractions)
+        stale = sorted(set(self.store.memories.citing(out.chunks)) - going)
+        out.stale = [m for m, mem in self.store.memories.get(stale).items() if mem.status == ACTIVE]
+        out.derived = sorted(abstractions)
+        return out
+
+    def keep(self, memory_id: str, *, reason: str = "") -> ReviewResult:
+        """A stale note's memory still holds: a copy citing the code as it is now
+        supersedes it."""
+        return Reviewer(self).keep(memory_id, reason=reason)
+
+    def rewrite(self, memory_id: str, note: Note, *, reason: str = "") -> ReviewResult:
+        """Edit a memory into a new note, whose first memory supersedes it."""
+        return Reviewer(self).rewrite(memory_id, note, reason=reason)
+
+    def mark_checked(self, note_id: str, *, reason: str = "") -> ReviewResult:
+        """A person looked at a note's redactions (it leaves the redaction queue)."""
+        return Reviewer(self).mark_checked(note_id, reason=reason)
+
+    def undo(self, event: Event, *, reason: str = "") -> ReviewResult:
+        """Undo a keep, rewrite, checked, or a forget of memories that did not erase."""
+        return Reviewer(self).undo(event, reason=reason)

@@ -33,13 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from memserver.core.errors import ConfigError
+from memserver.core.errors import BadRequest
 from memserver.core.ids import content_hash
-from memserver.core.protocols import Embedder
-from memserver.core.text import split_identifier, words
-from memserver.memory.atomic import entities, sentences
-from memserver.store.bm25 import STOP_WORDS
-from memserver.store.index import IndexStore
+from memserver.core.protocols import Embedder, Sources
+from memserver.core.requests import Scope, visible
+from memserver.text.sentences import entities, sentences
+from memserver.text.terms import STOP_WORDS, split_identifier, words
 
 __all__ = ["FEATURES", "Attribution", "Attributor", "claim_features"]
 
@@ -139,7 +138,7 @@ def claim_features(claim: str, sources: Sequence[_Source], dense: np.ndarray) ->
 
 class Attributor:
     def __init__(
-        self, store: IndexStore, embedder: Embedder | None, weights: Sequence[float],
+        self, store: Sources, embedder: Embedder | None, weights: Sequence[float],
         bias: float, threshold: float,
     ) -> None:  # fmt: skip
         self.store = store
@@ -161,17 +160,19 @@ class Attributor:
         while len(self._spans) > SPAN_CACHE:
             self._spans.popitem(last=False)
 
-    def load(self, ids: Sequence[str]) -> tuple[list[_Source], list[str]]:
-        """The sources behind `ids` (chunks, memories), and the ids that cannot be cited."""
-        chunks = self.store.lance.get_chunks([i for i in ids if i.startswith("c_")])
-        memories = self.store.memories.get([i for i in ids if i.startswith("m_")])
+    def load(self, ids: Sequence[str], scope: Scope = ()) -> tuple[list[_Source], list[str]]:
+        """The sources behind `ids` (chunks, memories) the caller's scope may see, and the
+        ids that cannot be cited (unknown, erased, forgotten or outside the scope)."""
+        chunks, memories = self.store.sources(list(ids))
+        chunks = {k: c for k, c in chunks.items() if visible(c.scope, scope)}
+        memories = {k: m for k, m in memories.items() if visible(m.scope, scope)}
         sources, rejected = [], []
         for sid in dict.fromkeys(ids):
-            if sid in self._spans and sid in chunks and chunks[sid][0].text:
+            if sid in self._spans and sid in chunks and chunks[sid].text:
                 text, symbol = self._spans[sid]
                 sources.append(_source(sid, text, symbol))
-            elif sid in chunks and chunks[sid][0].text:
-                c = chunks[sid][0]
+            elif sid in chunks and chunks[sid].text:
+                c = chunks[sid]
                 sources.append(_source(sid, f"{c.path} {c.symbol}\n{c.text}", c.symbol))
             elif sid in memories and memories[sid].text and memories[sid].status != "forgotten":
                 sources.append(_source(sid, memories[sid].text))
@@ -215,23 +216,24 @@ class Attributor:
 
     def probability(self, feats: np.ndarray) -> np.ndarray:
         z = feats @ self.weights + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -30, 30))), dtype=np.float64)
 
-    def attribute(self, answer: str, evidence_ids: Sequence[str]) -> Attribution:
+    def attribute(self, answer: str, evidence_ids: Sequence[str], scope: Scope = ()
+                  ) -> Attribution:  # fmt: skip
         if not answer.strip():
-            raise ConfigError("the answer is empty", hint="pass the text you want attributed")
+            raise BadRequest("the answer is empty", hint="pass the text you want attributed")
         if not evidence_ids:
-            raise ConfigError(
+            raise BadRequest(
                 "no evidence ids given",
                 hint="pass the ids of the evidence items you loaded (from recall)",
             )
         if len(evidence_ids) > MAX_SOURCES:
-            raise ConfigError(
+            raise BadRequest(
                 f"{len(evidence_ids)} evidence ids; at most {MAX_SOURCES}",
                 hint="pass only the evidence you actually used",
             )
         claims = [c for c in sentences(answer) if any(ch.isalnum() for ch in c)][:MAX_CLAIMS]
-        sources, rejected = self.load(list(evidence_ids))
+        sources, rejected = self.load(list(evidence_ids), scope)
         out = Attribution(rejected=rejected)
         if not sources:
             out.claims = [{"text": c, "supported_by": [], "score": 0.0} for c in claims]

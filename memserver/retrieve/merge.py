@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memserver.core.protocols import TokenCounter
+from memserver.core.protocols import Snapshot, TokenCounter
 from memserver.core.types import Evidence
-from memserver.retrieve.view import Snapshot
 
 
 def _join(first: Evidence, second: Evidence, tokens: TokenCounter | None) -> Evidence:
@@ -28,10 +27,12 @@ def merge_adjacent(
     """Adjacent chunks of one file that are both candidates become one item, at the better rank."""
     out: list[Evidence] = []
     where: dict[int, int] = {}  # chunk row of an item's first/last chunk → index in out
-    for ev in evidence:
-        row = snap.row[ev.id]
-        before = row - 1 if snap.next_in_file.get(row - 1) == row else None
-        after = row + 1 if snap.next_in_file.get(row) == row + 1 else None
+    rows = snap.rows_of([ev.id for ev in evidence])
+    for ev, found in zip(evidence, rows, strict=True):
+        assert found is not None  # evidence is made of shown rows
+        row = found
+        before = row - 1 if row > 0 and snap.next_in_file(row - 1) == row else None
+        after = row + 1 if snap.next_in_file(row) == row + 1 else None
         if before is not None and before in where:
             i = where.pop(before)
             out[i] = _join(out[i], ev, tokens)

@@ -1,90 +1,80 @@
-"""Recall: plan → arms → resolve → fuse → merge → rerank → gate → pack.
+"""Recall: plan → arms → fuse → evidence → merge → rerank → gate → conversation → pack.
 
-One module per stage lives beside this one; this module only runs them in
-order. No LLM call is made on this path.
+One module per stage lives beside this one; this module only runs them in order over a
+`Snapshot` (the read model the store keeps up to date) and the keyword index. No LLM call
+is made on this path, except the optional query expansion.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from indexers.read import Refused, read_bytes
 from memserver.config import RecallSettings
-from memserver.core.errors import ConfigError
+from memserver.core import render
+from memserver.core.errors import ModelUnavailable
 from memserver.core.ids import content_hash
-from memserver.core.protocols import Embedder, Reranker, TokenCounter
+from memserver.core.protocols import Embedder, KeywordIndex, Reranker, Snapshot, TokenCounter
+from memserver.core.requests import LIMITS, Filters, check_budget, check_format, check_query
 from memserver.core.types import Evidence, RecallResult
 from memserver.retrieve import arms
-from memserver.retrieve.arms import Filters, Ranked
+from memserver.retrieve.arms import Masks, Ranked, Via
+from memserver.retrieve.codemap import build_map
+from memserver.retrieve.conversation import COMPARED, Conversation, continue_turns
 from memserver.retrieve.fuse import Fused, rrf
-from memserver.retrieve.gate import FEATURES, GateSignals, confidence, coverage
+from memserver.retrieve.gate import (
+    FEATURES,
+    GateSignals,
+    confidence,
+    confidence_of,
+    coverage,
+    long_signals,
+)
+from memserver.retrieve.longquery import dense_texts, retrieve_long
 from memserver.retrieve.merge import merge_adjacent
 from memserver.retrieve.pack import pack
 from memserver.retrieve.plan import QueryPlan, plan_query
-from memserver.retrieve.speakers import (
-    COMPARED,
-    named_speakers,
-    next_turn_paths,
-    prefer,
-    speaker_of,
-    stated_by_another,
-    subject,
-    without_names,
-)
-from memserver.retrieve.view import RecallView, Snapshot
-from memserver.store.bm25 import QUERY_STOP_WORDS, query_terms
-from memserver.store.index import IndexStore
+from memserver.retrieve.roles import path_role
 
-MIN_BUDGET, MAX_BUDGET = 1, 1_000_000
+__all__ = ["Expander", "Recaller"]
 
-
-@cache
-def _keyword_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="memserver-bm25")
-
-
-def _bm25(
-    bm25: Any, snap: Snapshot, route: Any, view: str, mask: np.ndarray | None, depth: int,
-    mmask: np.ndarray | None,
-) -> tuple[Ranked, dict[str, set[str]]]:  # fmt: skip
-    """One keyword arm, with the memories it went through (its own map: it runs beside the
-    others)."""
-    via: dict[str, set[str]] = {}
-    return arms.bm25_arm(bm25, snap, route, view, mask, depth, via, mmask), via
+Expander = Callable[[str], Sequence[str]]  # a query's rewordings (an LLM's), [] on failure
 
 
 class Recaller:
     def __init__(
         self,
-        store: IndexStore,
+        snapshots: Callable[[], Snapshot],
+        keyword: KeywordIndex,
         embedder: Embedder | None,
         settings: RecallSettings,
         *,
         tokens: TokenCounter | None = None,
         reranker: Reranker | None = None,
-        expander: Any = None,
+        expander: Expander | None = None,
         root: Path | None = None,
+        files: KeywordIndex | None = None,
+        dense_chars: int = 2000,
     ) -> None:
-        self.store = store
+        self.snapshots = snapshots  # the current Snapshot (brought up to date by the store)
+        self.keyword = keyword
         self.embedder = embedder
         self.settings = settings
         self.tokens = tokens
         self.reranker = reranker
-        self.expander = expander  # an LlmExpander, or None for the terminology table
-        self.view = RecallView(
-            store, with_memories=True, ann_min_rows=settings.ann_min_rows,
-            nprobes=settings.ann_nprobes, refine=settings.ann_refine,
-            memory_refine=settings.ann_memory_refine, probe_factor=settings.ann_probe_factor,
-            memory_probe_factor=settings.ann_memory_probe_factor,
-        )  # fmt: skip
+        self.expander = expander
         self.root = root  # the project root, to tell when a returned file changed since
+        self.files = files  # whole-file keyword index (long queries' file arm), if any
+        self.dense_chars = dense_chars  # what the embedding model sees of a text
+        self.degraded = ""  # set when recall runs without the model (and why)
+        s = settings
+        self.conversation = Conversation(s.speaker_boost, s.turn_continuations, s.gate_threshold)
 
     def recall(
         self,
@@ -96,66 +86,176 @@ class Recaller:
         filters: Filters | None = None,
         include_memories: bool = True,
         rerank: bool = True,
+        explain: bool = False,
+        format: str = "chunks",
     ) -> RecallResult:
+        """The ranked evidence for `query`; the whole answer fits `budget_tokens` as the
+        agent reads it (`memserver.core.render`, with routes and scores when `explain`).
+        `format="map"`: ranked files with their most relevant places instead of code."""
         s = self.settings
-        k = k or s.k
-        budget = s.budget_tokens if budget_tokens is None else budget_tokens
-        if not query.strip():
-            raise ConfigError("the query is empty", hint="ask in words or name an identifier")
-        if not MIN_BUDGET <= budget <= MAX_BUDGET:
-            raise ConfigError(f"budget_tokens must be positive, got {budget}", hint="e.g. 4096")
+        check_format(format)
+        k = min(k or s.k, LIMITS.k_max)
+        default_budget = s.map_budget_tokens if format == "map" else s.budget_tokens
+        budget = check_budget(default_budget if budget_tokens is None else budget_tokens)
+        check_query(query)
         started = time.perf_counter()
-        snap = self.view.get()
+        snap = self.snapshots()
         filters = filters or Filters()
         masks = (arms.filter_mask(snap, filters), arms.memory_mask(snap, filters))
-        plan, evidence, firsts = self._retrieve(snap, query, masks, include_memories, k)
+        plan = self._plan(query)
+        files = max_files or s.max_files
+        if plan.task is not None:
+            result = self._recall_long(snap, plan, masks, include_memories, k, budget, files,
+                                       explain, format)  # fmt: skip
+        else:
+            result = self._recall_short(snap, plan, masks, include_memories, k, budget, files,
+                                        explain, format, rerank)  # fmt: skip
+        result.signals["ms"] = (time.perf_counter() - started) * 1000
+        return result
+
+    def _plan(self, query: str) -> QueryPlan:
+        s = self.settings
+        return plan_query(
+            query, expansions=s.expansions,
+            weights=(s.original_weight, s.canonical_weight, s.expansion_weight),
+            base_depth=s.candidates, long_words=s.long_query_words,
+            rewrites=self.expander(query) if self.expander is not None else (),
+        )  # fmt: skip
+
+    def _empty(self, snap: Snapshot, query: str, conf: float, found: bool, fmt: str
+               ) -> RecallResult:  # fmt: skip
+        return RecallResult(
+            query=query, found=found, confidence=round(conf, 4), tokens=0, truncated=False,
+            evidence=(), unembedded=snap.unembedded() if self.embedder is not None else 0,
+            degraded=self.degraded, format=fmt,
+        )  # fmt: skip
+
+    def _recall_short(
+        self, snap: Snapshot, plan: QueryPlan, masks: Masks, include_memories: bool, k: int,
+        budget: int, max_files: int, explain: bool, fmt: str, rerank: bool,
+    ) -> RecallResult:  # fmt: skip
+        s = self.settings
+        query = plan.query
+        evidence, firsts = self._retrieve(snap, plan, masks, include_memories, k)
         evidence = self._refine(snap, query, evidence, k, rerank)
         signals = self._signals(plan, evidence, firsts)
         conf = self._confidence(signals)
         # a question naming speakers of remembered turns: ask it again without the names
         # and prefer its subject's turns; the gate keeps the question's own signals and,
-        # with one speaker named, holds back what only someone else said (retrieve.speakers)
-        named, speakers = named_speakers(query, evidence[: 3 * k])
-        stripped = without_names(query, speakers) if named else ""
-        terms = query_terms(stripped) if stripped and stripped != query else []
-        if terms:
-            if len(named) == 1 and stated_by_another(terms, self._lexical(snap, firsts), named[0]):
-                conf = min(conf, s.gate_threshold / 2)
-            plan, evidence, _ = self._retrieve(snap, stripped, masks, include_memories, k)
+        # with one speaker named, holds back what only someone else said
+        named, stripped = self.conversation.names(query, evidence[: 3 * k])
+        if stripped:
+            conf = self.conversation.hold_back(named, stripped, conf, self._lexical(snap, firsts))
+            evidence, _ = self._retrieve(snap, self._plan(stripped), masks, include_memories, k)
             evidence = self._refine(snap, stripped, evidence, k, rerank)
-        if who := subject(query, named):
-            evidence = prefer(evidence, who, s.speaker_boost)
-        evidence = self._continue_turns(snap, evidence, s.turn_continuations, masks[0])
-        packed = pack(evidence, budget, max_files or s.max_files, k)
-        packed = replace(packed, evidence=self._mark_changed(snap, packed.evidence))
-        unembedded = int((~snap.embedded).sum()) if self.embedder is not None else 0
-        result = RecallResult(
-            query=query, found=conf >= s.gate_threshold if evidence else False,
-            confidence=round(conf, 4), tokens=packed.tokens, truncated=packed.truncated,
-            evidence=packed.evidence, unembedded=unembedded,
-        )  # fmt: skip
+        evidence = self.conversation.prefer_subject(query, named, evidence)
+        evidence = continue_turns(
+            evidence, s.turn_continuations, lambda e: self._next_turns(snap, e, masks[0])
+        )
+        result = self._empty(snap, query, conf, conf >= s.gate_threshold if evidence else False,
+                             fmt)  # fmt: skip
+        if fmt == "map":
+            ranked = [(e.path, e.score, path_role(e.path)) for e in evidence]
+            result = self._fit_map(result, ranked, evidence, budget, explain)
+        else:
+            result = self._fit(snap, result, evidence, budget, max_files, k, explain)
         result.signals.update(dict(zip(FEATURES, signals.vector(), strict=True)))
-        result.signals["ms"] = (time.perf_counter() - started) * 1000
         return result
+
+    def _recall_long(
+        self, snap: Snapshot, plan: QueryPlan, masks: Masks, include_memories: bool, k: int,
+        budget: int, max_files: int, explain: bool, fmt: str,
+    ) -> RecallResult:  # fmt: skip
+        s = self.settings
+        qvs = self._query_vectors(snap, lambda: dense_texts(plan, self.dense_chars))
+        answer = retrieve_long(
+            snap, self.keyword, self.files, plan, qvs, masks, s,
+            include_memories=include_memories, k=k if fmt != "map" else s.map_files,
+            evidence_of=lambda fused, via: self._evidence(snap, fused, via),
+        )  # fmt: skip
+        gate = long_signals(answer.files, answer.best_of)
+        conf = confidence_of(gate, s.long_gate_weights, s.long_gate_bias)
+        found = conf >= s.long_gate_threshold if answer.evidence else False
+        result = self._empty(snap, plan.query, conf, found, fmt)
+        if fmt == "map":
+            ranked = [(f.path, f.score, f.role) for f in answer.files]
+            result = self._fit_map(result, ranked, answer.evidence, budget, explain)
+        else:
+            result = self._fit(snap, result, answer.evidence, budget, max_files, k, explain)
+        result.signals.update(gate)
+        return result
+
+    def _fit_map(
+        self, result: RecallResult, ranked: Sequence[tuple[str, float, str]],
+        evidence: Sequence[Evidence], budget: int, explain: bool,
+    ) -> RecallResult:  # fmt: skip
+        """A map answer: as many of the ranked files (up to `map_files`) as fit the budget."""
+        count = self.tokens.count if self.tokens is not None else _rough_count
+        files = build_map(ranked, evidence, self.settings.map_files)
+        while True:
+            shown = replace(result, files=tuple(files), truncated=len(files) < len(ranked))
+            used = max(count(render.dumps(render.recall_dict(shown, explain))),
+                       count(render.recall_text(shown, explain)))  # fmt: skip
+            if used <= budget or not files:
+                return replace(shown, tokens=used)
+            files.pop()
+
+    def _fit(
+        self, snap: Snapshot, result: RecallResult, ranked: list[Evidence], budget: int,
+        max_files: int, k: int, explain: bool,
+    ) -> RecallResult:  # fmt: skip
+        """Pack the ranked evidence so the whole answer, as the agent reads it (the JSON form
+        and the text form, each counted with the real tokenizer), fits the budget."""
+        count = self.tokens.count if self.tokens is not None else _rough_count
+
+        def cost(e: Evidence) -> int:
+            return count(render.dumps(render.evidence_dict(e, explain))) + 1
+
+        envelope = count(render.dumps(render.recall_dict(result, explain)))
+        packed = pack(ranked, budget, max_files, k, cost=cost, overhead=envelope + 4)
+        evidence = list(self._mark_changed(snap, packed.evidence))
+        truncated = packed.truncated
+        while True:  # the estimate was close; the measure decides
+            shown = replace(result, evidence=tuple(evidence), truncated=truncated)
+            used = max(count(render.dumps(render.recall_dict(shown, explain))),
+                       count(render.recall_text(shown, explain)))  # fmt: skip
+            if used <= budget or not evidence:
+                return replace(shown, tokens=used)
+            evidence.pop()
+            truncated = True
 
     # -- stages --------------------------------------------------------------------
 
     def _retrieve(
-        self, snap: Snapshot, query: str,
-        masks: tuple[np.ndarray | None, np.ndarray | None], include_memories: bool, k: int,
-    ) -> tuple[QueryPlan, list[Evidence], dict[str, Ranked]]:  # fmt: skip
-        """Plan, arms, fusion and the evidence rows, best first."""
+        self, snap: Snapshot, plan: QueryPlan, masks: Masks, include_memories: bool, k: int
+    ) -> tuple[list[Evidence], dict[str, Ranked]]:
+        """Arms and fusion for a short query: the evidence rows, best first."""
         s = self.settings
-        plan = plan_query(
-            query, expansions=s.expansions,
-            weights=(s.original_weight, s.canonical_weight, s.expansion_weight),
-            base_depth=s.candidates,
-            rewrites=self.expander.expand(query) if self.expander is not None else (),
-        )  # fmt: skip
-        via: dict[str, set[str]] = {}
-        ranked, weights, firsts = self._arms(snap, plan, masks, include_memories, via)
+        # dense arms for the first routes only: MiniLM already maps synonyms close together,
+        # and each extra route costs a model call (~6 ms on 2 cores)
+        routes = plan.routes[: max(1, s.dense_routes)]
+        qvs = self._query_vectors(snap, lambda: [r.text for r in routes])
+        specs = arms.plan_arms(plan, s, dense_count=len(qvs), include_memories=include_memories,
+                               large=snap.large)  # fmt: skip
+        ranked, weights, via = arms.run_arms(specs, snap, self.keyword, plan, qvs, masks)
         fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
-        return plan, self._evidence(snap, fused, via), firsts
+        firsts = {a.split("/", 1)[1]: r for a, r in ranked.items() if a.startswith("original/")}
+        return self._evidence(snap, fused, via), firsts
+
+    def _query_vectors(self, snap: Snapshot, texts: Callable[[], list[str]]
+                       ) -> list[np.ndarray]:  # fmt: skip
+        """The query's vectors for the dense arms; none without vectors in the index, or
+        when the model cannot be loaded: recall then runs on keywords and says why."""
+        if self.embedder is None or not snap.has_vectors():
+            return []
+        try:
+            vectors = self.embedder.embed_documents(texts())
+        except ModelUnavailable as exc:
+            self.degraded = (f"keyword search only: {exc.message}; fix: run `memserver model "
+                             "fetch`, or see `memserver doctor`")  # fmt: skip
+            return []
+        self.degraded = ""
+        return [np.asarray(v, dtype=np.float32) for v in vectors]
 
     def _refine(
         self, snap: Snapshot, query: str, evidence: list[Evidence], k: int, rerank: bool
@@ -167,113 +267,22 @@ class Recaller:
             evidence = self._rerank(query, evidence)
         return evidence
 
-    def _arms(
-        self, snap: Snapshot, plan: QueryPlan,
-        masks: tuple[np.ndarray | None, np.ndarray | None],
-        include_memories: bool, via: dict[str, set[str]],
-    ) -> tuple[dict[str, Ranked], dict[str, float], dict[str, Ranked]]:  # fmt: skip
-        mask, mmask = masks  # chunk rows, memory rows the filters allow
-        ranked: dict[str, Ranked] = {}
-        weights: dict[str, float] = {}
-        depth = plan.depth
-        qvs: list[np.ndarray] = []
-        if self.embedder is not None and (snap.vectors is not None or snap.ann is not None):
-            # dense arms for the first routes only: MiniLM already maps synonyms close
-            # together, and each extra route costs a model call (~6 ms on 2 cores)
-            dense_routes = plan.routes[: max(1, self.settings.dense_routes)]
-            vecs = self.embedder.embed_documents([r.text for r in dense_routes])
-            qvs = [np.asarray(v, dtype=np.float32) for v in vecs]
-        for qv in qvs:  # the lean view starts its dense searches side by side
-            arms.prefetch_dense(snap, qv, masks, depth, include_memories)
-        # the keyword searches run side by side too (tantivy lets go of the GIL): at 348k
-        # chunks a query's six took 85 ms one after another, 45 ms on four threads
-        # past ann_min_rows stop words mostly slow a keyword search down (their postings are
-        # the longest): the original wording is searched without them there, often the
-        # canonical search itself (at 348k chunks recall p95 228 -> 197 ms). Below, they
-        # stay: on the DEV LoCoMo set dropping them cost 0.8 points of R@10
-        keyword = {}
-        started: dict[tuple[tuple[str, ...], str], Any] = {}
-        lean = snap.ann is not None
-        for i, route in enumerate(plan.routes):
-            views = ("chunk", "memory") if include_memories and i < 2 else ("chunk",)
-            terms = route.terms
-            if lean:
-                terms = tuple(t for t in terms if t not in QUERY_STOP_WORDS) or terms
-            for view in views:  # memories: original and canonical wording only
-                if (terms, view) not in started:
-                    started[terms, view] = _keyword_pool().submit(
-                        _bm25, self.store.bm25, snap, replace(route, terms=terms), view, mask,
-                        depth, mmask,
-                    )  # fmt: skip
-                keyword[route.name, view] = started[terms, view]
-        # a dense arm stands for its route and, the last one, for every route not embedded:
-        # the model maps rewordings close together, so one call covers them, and the arm
-        # carries their weight, as each route has its keyword arm (weighted as one route, the
-        # dense arm was outvoted: DEV LoCoMo R@10 0.745, summed 0.793; code MRR 0.653 -> 0.663)
-        stands_for = [route.weight for route in plan.routes]
-        if qvs:
-            stands_for[len(qvs) - 1] += sum(stands_for[len(qvs) :])
-        for i, route in enumerate(plan.routes):
-            name = route.name
-            for view, arm in (("chunk", f"{name}/bm25"), ("memory", f"{name}/bm25-memory")):
-                if (name, view) in keyword:
-                    hits, found_via = keyword[name, view].result()
-                    ranked[arm] = list(hits)
-                    for cid, mids in found_via.items():
-                        via.setdefault(cid, set()).update(mids)
-            if i < len(qvs):
-                ranked[f"{name}/dense"] = arms.dense_chunks(snap, qvs[i], mask, depth)
-                if include_memories:
-                    ranked[f"{name}/dense-memory"] = arms.dense_memories(
-                        snap, qvs[i], mask, depth, via, mmask
-                    )
-            for arm in list(ranked):
-                if arm.startswith(name + "/"):
-                    memory = arm.endswith("-memory")
-                    weight = stands_for[i] if "/dense" in arm else route.weight
-                    weights[arm] = weight * (self.settings.memory_weight if memory else 1.0)
-        dated = arms.time_mask(snap, plan.dates, mask)
-        if dated is not None:  # the original route again, over what was said on that day
-            ranked["date/bm25"] = arms.bm25_arm(self.store.bm25, snap, plan.routes[0], "chunk",
-                                                dated, 4 * depth, via)[:depth]  # fmt: skip
-            if qvs:
-                ranked["date/dense"] = arms.dense_chunks(snap, qvs[0], dated, depth)
-            for arm in ("date/bm25", "date/dense"):
-                weights[arm] = self.settings.date_weight
-        exact = arms.exact_names(snap, plan, mask)
-        if exact:
-            ranked["exact"] = exact
-            weights["exact"] = self.settings.exact_weight
-        firsts = {a.split("/", 1)[1]: r for a, r in ranked.items() if a.startswith("original/")}
-        return ranked, weights, firsts
-
-    def _evidence(
-        self, snap: Snapshot, fused: list[Fused], via: dict[str, set[str]]
-    ) -> list[Evidence]:
+    def _evidence(self, snap: Snapshot, fused: Sequence[Fused], via: Via) -> list[Evidence]:
         out = []
         rows = snap.rows_of([f.id for f in fused])
         found = [(f, row) for f, row in zip(fused, rows, strict=True) if row is not None]
         chunks = snap.fetch([row for _, row in found])  # the lean view reads them by id
         for (f, row), c in zip(found, chunks, strict=True):
-            mids = via.get(c.id, set())
             out.append(
                 Evidence(
-                    id=c.id,
-                    path=c.path,
-                    start_line=c.start_line,
-                    end_line=c.end_line,
-                    symbol=c.symbol,
-                    kind=c.kind,
-                    language=c.language,
-                    text=c.text,
-                    score=f.score,
-                    tokens=c.tokens,
-                    routes=f.arms,
-                    embedded=bool(snap.embedded[row]),
-                    memory_ids=tuple(sorted(mids)),
-                    stale=row in snap.stale_rows,
+                    id=c.id, path=c.path, start_line=c.start_line, end_line=c.end_line,
+                    symbol=c.symbol, kind=c.kind, language=c.language, text=c.text,
+                    score=f.score, tokens=c.tokens, routes=f.arms,
+                    embedded=snap.embedded_at(row),
+                    memory_ids=tuple(sorted(via.get(c.id, set()))),
+                    stale=snap.is_stale(row), speaker=c.speaker,
                 )
-            )
+            )  # fmt: skip
         return out
 
     def _lexical(self, snap: Snapshot, firsts: dict[str, Ranked]) -> list[Evidence]:
@@ -282,28 +291,15 @@ class Recaller:
         best = firsts.get("bm25", [])[:COMPARED]
         return self._evidence(snap, [Fused(cid, score, ("bm25",)) for cid, score in best], {})
 
-    def _continue_turns(
-        self, snap: Snapshot, evidence: list[Evidence], best: int, mask: np.ndarray | None
-    ) -> list[Evidence]:
-        """After each of the `best` first turns, its speaker's next turn (retrieve.speakers)."""
-        out = list(evidence)
-        for e in evidence[:best]:
-            who = speaker_of(e)
-            if not who:
-                continue
-            paths = next_turn_paths(e, 3)
-            rows = [r for p in paths for r in snap.by_path.get(p.lower(), ())[:1]]
-            rows = [r for r in rows if mask is None or mask[r]]
-            fused = [Fused(snap.id_at(r), e.score, ("next-turn",)) for r in rows]
-            for n in self._evidence(snap, fused, {}):
-                if speaker_of(n) == who:
-                    ids = [x.id for x in out]
-                    at = ids.index(e.id)
-                    if n.id not in ids[: at + 1]:  # moved up when it is further down
-                        out = [x for x in out if x.id != n.id]
-                        out.insert(at + 1, n)
-                    break
-        return out
+    def _next_turns(self, snap: Snapshot, e: Evidence, mask: np.ndarray | None
+                    ) -> list[Evidence]:  # fmt: skip
+        """The turns that follow `e` in its conversation (up to 3 on), as evidence."""
+        row = snap.rows_of([e.id])[0]
+        if row is None:
+            return []
+        rows = [r for r in snap.next_turns(row, 3) if mask is None or mask[r]]
+        return self._evidence(snap, [Fused(snap.id_at(r), e.score, ("next-turn",))
+                                     for r in rows], {})  # fmt: skip
 
     def _mark_changed(self, snap: Snapshot, evidence: Sequence[Evidence]) -> tuple[Evidence, ...]:
         """Evidence from a file that changed on disk since it was indexed gets `stale`.
@@ -315,12 +311,12 @@ class Recaller:
         changed: dict[str, bool] = {}
         out = []
         for e in evidence:
-            known = snap.files.get(e.path)
+            known = snap.file_state(e.path)
             if known is None:  # a note or turn: its staleness comes from its memories
                 out.append(e)
                 continue
             if e.path not in changed:
-                changed[e.path] = _changed(self.root / e.path, *known)
+                changed[e.path] = _changed(self.root, e.path, *known)
             out.append(replace(e, stale=True) if changed[e.path] else e)
         return tuple(out)
 
@@ -354,19 +350,24 @@ class Recaller:
 
     def _confidence(self, signals: GateSignals) -> float:
         s = self.settings
-        if self.embedder is None:  # BM25 only: lexical coverage is all there is
+        if self.embedder is None or self.degraded:  # BM25 only: lexical coverage is all
             return signals.coverage
         return confidence(signals, s.gate_weights, s.gate_bias)
 
 
-def _changed(path: Path, size: int, mtime_ns: int, digest: str) -> bool:
+def _rough_count(text: str) -> int:
+    """Without a tokenizer (tests of single stages): about four characters a token."""
+    return len(text) // 4 + 1
+
+
+def _changed(root: Path, rel: str, size: int, mtime_ns: int, digest: str) -> bool:
+    """Whether the file at `rel` differs from what was indexed (read safely: a file turned
+    into a link to a device must not make recall read without end)."""
     try:
-        st = path.stat()
-        if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
-            return False
-        return content_hash(path.read_bytes()) != digest
+        st = (root / rel).stat()
     except OSError:  # deleted or unreadable since indexing
         return True
-
-
-__all__ = ["Filters", "Recaller"]
+    if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
+        return False
+    found = read_bytes(os.path.realpath(root), rel, max(size, st.st_size))
+    return isinstance(found, Refused) or content_hash(found) != digest

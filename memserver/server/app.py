@@ -1,6 +1,6 @@
 """`build_server`: the MCPServer with its lifespan, tools and resources.
 
-Thin by design: each handler checks its arguments (`validate`), runs one `Backend`
+Thin by design: each handler checks its arguments (`core.requests`), runs one `Backend`
 method in a worker thread (the engine blocks) and returns its dict. Every failure
 becomes an `isError` result (tools) or a JSON-RPC error (resources) whose text says what
 went wrong and what to do; nothing a caller sends can stop the server.
@@ -9,27 +9,28 @@ went wrong and what to do; nothing a caller sends can stop the server.
 from __future__ import annotations
 
 import functools
-import hmac
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
-from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from memserver.core.errors import ConfigError, MemserverError
-from memserver.server import schemas, validate
+from memserver.core import requests
+from memserver.core.errors import BadRequest, MemserverError
+from memserver.core.requests import CHUNK_ID, MEMORY_ID, Note, Scope
+from memserver.server import schemas
 from memserver.server.backend import Backend
+from memserver.server.bearer import BearerTokens, current_token_scope
 
 logger = logging.getLogger("memserver.server")
 
@@ -43,7 +44,6 @@ WRITES = ToolAnnotations(  # adds a note; the same note twice is a no-op
 DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
-MAX_PARALLEL_CALLS = 4  # engine calls in worker threads at once; the rest queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,24 +79,13 @@ async def run_blocking(app: AppContext, fn: Callable[..., T], *args: Any, **kwar
     return await anyio.to_thread.run_sync(call, limiter=app.limiter)
 
 
-class StaticTokenVerifier:
-    """Accepts exactly one bearer token (compared in constant time)."""
-
-    def __init__(self, token: str) -> None:
-        self._token = token.encode()
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if hmac.compare_digest(token.encode(), self._token):
-            return AccessToken(token=token, client_id="memserver-bearer", scopes=[])
-        return None
-
-
-def _auth_options(token: str | None) -> dict[str, Any]:
-    if not token:
+def _auth_options(token: str | None, tokens: Mapping[str, Scope] | None) -> dict[str, Any]:
+    table: dict[str, Scope | None] = {**(tokens or {}), **({token: None} if token else {})}
+    if not table:
         return {}
-    # A resource server with one static token: no OAuth routes, no resource metadata.
+    # A resource server with static tokens: no OAuth routes, no resource metadata.
     auth = AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None)  # type: ignore[arg-type]
-    return {"auth": auth, "token_verifier": StaticTokenVerifier(token)}
+    return {"auth": auth, "token_verifier": BearerTokens(table)}
 
 
 def _version() -> str:
@@ -113,13 +102,20 @@ def build_server(
     index_dir: str | Path | None = None,
     *,
     token: str | None = None,
+    tokens: Mapping[str, Scope] | None = None,
+    pinned_scope: Scope | None = None,
     embedder_flag: str | None = None,
     env: Mapping[str, str] | None = None,
     backend: Backend | None = None,
 ) -> MCPServer[AppContext]:
-    """The memserver MCP server for one project root; `token` guards the HTTP transports."""
+    """The memserver MCP server for one project root; `token` (no scope) and `tokens`
+    (token → the scope it pins, read per request by `bearer.current_token_scope()`) guard
+    the HTTP transports. `pinned_scope` (`--scope`) is every caller's scope. A call may
+    narrow the scope it acts in (more keys), never change a pinned key."""
     backend = backend or Backend(root, index_dir, embedder_flag=embedder_flag, env=env)
-    limiter = anyio.CapacityLimiter(MAX_PARALLEL_CALLS)
+    backend.pinned_scope = pinned_scope or ()
+    backend.token_scope = current_token_scope
+    limiter = anyio.CapacityLimiter(_parallel_calls(root, env))
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -133,11 +129,33 @@ def build_server(
         instructions=schemas.INSTRUCTIONS,
         version=_version(),
         lifespan=lifespan,
-        **_auth_options(token),
+        **_auth_options(token, tokens),
     )
     _add_tools(server)
     _add_resources(server, backend, limiter)
     return server
+
+
+def _parallel_calls(root: str | Path | None, env: Mapping[str, str] | None) -> int:
+    """`[server] max_parallel_calls` (the settings load again with the engine; a bad file
+    is reported then)."""
+    from memserver.config import ServerSettings, load_settings
+
+    try:
+        settings = load_settings(Path(root or ".").expanduser(), env=env).server
+    except MemserverError:
+        settings = ServerSettings()
+    return max(1, settings.max_parallel_calls)
+
+
+def _recall_filters(
+    paths: list[str] | None, languages: list[str] | None, kinds: list[str] | None
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(paths, languages, kinds) checked; blank languages and kinds are dropped."""
+    checked = requests.check_paths(paths)
+    langs = tuple(x.strip() for x in requests.check_list("languages", languages) if x.strip())
+    kinds_ = tuple(x.strip() for x in requests.check_list("kinds", kinds) if x.strip())
+    return checked, langs, kinds_
 
 
 def _add_tools(server: MCPServer[AppContext]) -> None:
@@ -145,26 +163,30 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
     async def recall(
         ctx: Context[AppContext, Any],
         query: Annotated[str, Field(description=schemas.QUERY)],
-        budget_tokens: schemas.BudgetTokens = 4096,
+        budget_tokens: schemas.BudgetTokens = None,
         paths: Annotated[list[str] | None, Field(description=schemas.PATHS)] = None,
         languages: Annotated[list[str] | None, Field(description=schemas.LANGUAGES)] = None,
         kinds: Annotated[list[str] | None, Field(description=schemas.KINDS)] = None,
         include_memories: Annotated[bool, Field(description=schemas.INCLUDE_MEMORIES)] = True,
         scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
-    ) -> schemas.RecallOutput:
-        from memserver.memory.service import check_scope
-
+        explain: Annotated[bool, Field(description=schemas.EXPLAIN)] = False,
+        format: Annotated[Literal["chunks", "map"], Field(description=schemas.FORMAT)] = "chunks",
+    ) -> Annotated[CallToolResult, schemas.RecallOutput]:
         app = ctx.request_context.lifespan_context
         with tool_errors("recall"):
-            query = validate.check_query(query)
-            budget = validate.check_budget(budget_tokens)
-            path_globs, langs, kinds_ = validate.recall_filters(paths, languages, kinds)
-            result = await run_blocking(
+            query = requests.check_query(query)
+            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
+            path_globs, langs, kinds_ = _recall_filters(paths, languages, kinds)
+            text, structured = await run_blocking(
                 app, app.backend.recall, query, budget_tokens=budget, paths=path_globs,
                 languages=langs, kinds=kinds_, include_memories=include_memories,
-                scope=check_scope(scope or {}),
+                scope=requests.check_scope(scope or {}), explain=explain,
+                format=requests.check_format(format),
             )  # fmt: skip
-        return schemas.RecallOutput.model_validate(result)
+        # what the agent reads is the compact text; the same answer as data beside it, each
+        # within the budget
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=structured)  # fmt: skip
 
     @server.tool(title="Remember a note", description=schemas.REMEMBER, annotations=WRITES)
     async def remember(
@@ -176,16 +198,14 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         paths: Annotated[list[str] | None, Field(description=schemas.NOTE_PATHS)] = None,
         scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
     ) -> schemas.RememberOutput:
-        from memserver.memory.service import Note, check_scope, parse_event_time
-
         app = ctx.request_context.lifespan_context
         with tool_errors("remember"):
             note = Note(
-                validate.check_text("text", text), kind=kind or None,
-                tags=validate.check_list("tags", tags),
-                event_time=parse_event_time(event_time),
-                paths=validate.check_paths(paths),
-                scope=check_scope(scope or {}),
+                requests.check_text("text", text), kind=kind or None,
+                tags=requests.check_list("tags", tags),
+                event_time=requests.parse_event_time(event_time),
+                paths=requests.check_paths(paths),
+                scope=requests.check_scope(scope or {}),
             )  # fmt: skip
             result = await run_blocking(app, app.backend.remember, note)
         return schemas.RememberOutput.model_validate(result)
@@ -198,17 +218,20 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         ids: Annotated[list[str] | None, Field(description=schemas.IDS)] = None,
         paths: Annotated[list[str] | None, Field(description=schemas.FORGET_PATHS)] = None,
         erase: Annotated[bool, Field(description=schemas.ERASE)] = False,
+        scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
     ) -> schemas.ForgetOutput:
         app = ctx.request_context.lifespan_context
         with tool_errors("forget"):
-            ids_ = validate.check_ids(ids)
-            paths_ = validate.check_paths(paths)
+            ids_ = requests.check_ids(ids)
+            paths_ = tuple(requests.check_forget_path(p) for p in requests.check_list(
+                "paths", paths))  # fmt: skip
             if not ids_ and not paths_:
-                raise ConfigError(
+                raise BadRequest(
                     "nothing to forget", hint="pass ids (from recall/remember) or paths"
                 )
-            validate.check_size("reason", reason)
-            result = await run_blocking(app, app.backend.forget, ids_, paths_, reason, erase)
+            requests.check_size("reason", reason)
+            result = await run_blocking(app, app.backend.forget, ids_, paths_, reason, erase,
+                                        requests.check_scope(scope or {}))  # fmt: skip
         return schemas.ForgetOutput.model_validate(result)
 
     @server.tool(title="Attribute an answer", description=schemas.ATTRIBUTE,
@@ -217,16 +240,18 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         ctx: Context[AppContext, Any],
         answer: Annotated[str, Field(description=schemas.ANSWER)],
         evidence_ids: Annotated[list[str], Field(description=schemas.EVIDENCE_IDS)],
+        scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
     ) -> schemas.AttributeOutput:
         app = ctx.request_context.lifespan_context
         with tool_errors("attribute"):
-            text = validate.check_text("answer", answer)
-            ids_ = validate.check_ids(evidence_ids)
+            text = requests.check_text("answer", answer)
+            ids_ = requests.check_ids(evidence_ids)
             if not ids_:
-                raise ConfigError(
+                raise BadRequest(
                     "no evidence ids given", hint="pass the ids of the recall evidence you used"
                 )
-            result = await run_blocking(app, app.backend.attribute, text, ids_)
+            result = await run_blocking(app, app.backend.attribute, text, ids_,
+                                        requests.check_scope(scope or {}))  # fmt: skip
         return schemas.AttributeOutput.model_validate(result)
 
     @server.tool(title="Index status", description=schemas.STATUS, annotations=READ_ONLY)
@@ -264,7 +289,7 @@ def _add_resources(
         "kind, language and its verbatim text, as JSON.", mime_type="application/json",
     )  # fmt: skip
     async def chunk_resource(id: str) -> str:  # the URI variable names the parameter
-        return await _read_one(app, id, validate.CHUNK_ID, "chunk", backend.chunk)
+        return await _read_one(app, id, CHUNK_ID, "chunk", backend.chunk)
 
     @server.resource(
         "memserver://memory/{id}", name="memory", title="Distilled memory",
@@ -272,7 +297,7 @@ def _add_resources(
         "and the chunk ids it cites, as JSON.", mime_type="application/json",
     )  # fmt: skip
     async def memory_resource(id: str) -> str:
-        return await _read_one(app, id, validate.MEMORY_ID, "memory", backend.memory)
+        return await _read_one(app, id, MEMORY_ID, "memory", backend.memory)
 
 
 async def _read_one(
@@ -281,7 +306,7 @@ async def _read_one(
     example = ("c_" if what == "chunk" else "m_") + "0123456789abcdef" * 2
     with resource_errors():
         try:
-            validate.check_id(item_id, pattern, what, example)
+            requests.check_id(item_id, pattern, what, example)
         except MemserverError as err:
             raise ResourceNotFoundError(explain(err)) from err
         found = await run_blocking(app, fetch, item_id)

@@ -8,8 +8,13 @@ is answered while the index and models are still loading.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from memserver.core.requests import Scope
 
 TOKEN_ENV = "MEMSERVER_TOKEN"
 
@@ -37,11 +42,35 @@ def serve_command() -> click.Command:
     )  # fmt: skip
     @click.option(
         "--allow-remote", is_flag=True,
-        help=f"Allow a non-loopback --host; requires a bearer token in ${TOKEN_ENV}.",
+        help=f"Allow a non-loopback --host; requires a bearer token (32+ characters) in "
+        f"${TOKEN_ENV} or --tokens.",
     )  # fmt: skip
     @click.option(
         "--allowed-host", "allowed_hosts", multiple=True,
-        help="Extra Host header value (name:port) to accept, e.g. behind a proxy (repeatable).",
+        help="Extra Host header to accept (repeatable): NAME:PORT exactly, or NAME with any "
+        "port, e.g. behind a proxy. On 0.0.0.0 the address a client connects to is accepted.",
+    )  # fmt: skip
+    @click.option(
+        "--tokens", "tokens_file", type=click.Path(dir_okay=False), default=None,
+        help='HTTP/SSE: a JSON or TOML file mapping bearer tokens to the scope each caller is '
+        'pinned to, e.g. {"<token>": {"user": "alice"}}; instead of $' + TOKEN_ENV + ".",
+    )  # fmt: skip
+    @click.option(
+        "--scope", "scopes", multiple=True, metavar="KEY=VALUE",
+        help="Pin every caller to this scope (user, session, agent; repeatable), whatever "
+        "scope a tool call names.",
+    )  # fmt: skip
+    @click.option(
+        "--header-timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+        help="HTTP/SSE: seconds a client has to send a request line and headers.",
+    )  # fmt: skip
+    @click.option(
+        "--body-timeout", type=click.FloatRange(0.1, 3600), default=30.0, show_default=True,
+        help="HTTP/SSE: seconds a client has to send a request body, after its headers.",
+    )  # fmt: skip
+    @click.option(
+        "--idle-timeout", type=click.IntRange(1, 3600), default=5, show_default=True,
+        help="HTTP/SSE: seconds a kept-alive connection may stay idle between requests.",
     )  # fmt: skip
     @click.option(
         "--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
@@ -59,42 +88,90 @@ def serve_command() -> click.Command:
         port: int,
         allow_remote: bool,
         allowed_hosts: tuple[str, ...],
+        tokens_file: str | None,
+        scopes: tuple[str, ...],
+        header_timeout: float,
+        body_timeout: float,
+        idle_timeout: int,
         log_level: str,
         watch: bool,
     ) -> None:
         """Run the MCP server over stdio (default), streamable HTTP or SSE.
 
-        With a token in $MEMSERVER_TOKEN, HTTP and SSE requests must send
-        'Authorization: Bearer <token>'.
+        With a token in $MEMSERVER_TOKEN (or a --tokens file), HTTP and SSE requests must
+        send 'Authorization: Bearer <token>'.
         """
         from memserver.core.errors import MemserverError
         from memserver.server import transports
 
-        token = os.environ.get(TOKEN_ENV) or None
-        if transport != "stdio":
-            try:
-                transports.check_bind(host, allow_remote, token)
-            except MemserverError as err:
-                raise click.UsageError(f"{err.message}\n  hint: {err.hint}") from err
+        try:
+            auth = _auth(transport, host, allow_remote, tokens_file, scopes, allowed_hosts)
+        except MemserverError as err:
+            raise click.UsageError(f"{err.message}\n  hint: {err.hint}") from err
         transports.configure_logging(log_level)
         from memserver.server.app import build_server
         from memserver.server.backend import Backend
 
         backend = Backend(root, index_dir)
-        server = build_server(root, index_dir, token=token, backend=backend)
+        server = build_server(
+            root, index_dir, token=auth.token, tokens=auth.tokens, pinned_scope=auth.pinned,
+            backend=backend,
+        )  # fmt: skip
         if transport == "sse":  # SSE enters the lifespan per connection: start loading now
             backend.warm_up()
         if watch:
             backend.watch()
         try:
-            transports.serve(
-                server, transport, host, port,  # type: ignore[arg-type]
-                log_level=log_level, extra_hosts=allowed_hosts,
-            )  # fmt: skip
+            options = transports.HttpOptions(
+                host, port, allowed_hosts, header_timeout, body_timeout, idle_timeout
+            )
+            transports.serve(server, transport, options, log_level=log_level)  # type: ignore[arg-type]
         finally:
             backend.stop_watching()
 
     return serve
+
+
+@dataclass(frozen=True, slots=True)
+class ServeAuth:
+    token: str | None  # $MEMSERVER_TOKEN, checked; pins no scope
+    tokens: dict[str, Scope] | None  # --tokens: token → the scope it pins
+    pinned: Scope | None  # --scope: every caller's scope
+
+
+def _auth(
+    transport: str, host: str, allow_remote: bool, tokens_file: str | None,
+    scopes: tuple[str, ...], allowed_hosts: tuple[str, ...],
+) -> ServeAuth:  # fmt: skip
+    """Tokens, pinned scope and bind, checked before anything starts."""
+    from memserver.core.errors import ConfigError
+    from memserver.server import bearer, guard, transports
+
+    pinned = None
+    if scopes:
+        for pair in scopes:
+            if "=" not in pair:
+                raise ConfigError(f"--scope {pair!r}: write KEY=VALUE", hint="e.g. user=alice")
+        pairs = [(k.strip(), v) for k, _, v in (pair.partition("=") for pair in scopes)]
+        pinned = bearer.scope_from_pairs(pairs, "--scope")
+    if transport == "stdio":
+        if tokens_file:
+            raise ConfigError(
+                "--tokens is for --transport http or sse",
+                hint="a stdio server has one caller: pin its scope with --scope",
+            )
+        return ServeAuth(None, None, pinned)
+    env_token = os.environ.get(TOKEN_ENV) or None  # set but empty counts as unset
+    if tokens_file and (env_token or pinned is not None):
+        raise ConfigError(
+            f"--tokens cannot be combined with ${TOKEN_ENV} or --scope",
+            hint=f"each token in the file pins its own scope: unset {TOKEN_ENV} and drop --scope",
+        )
+    token = bearer.check_token(env_token) if env_token else None
+    tokens = bearer.load_token_file(tokens_file) if tokens_file else None
+    guard.check_allowed_hosts(allowed_hosts)
+    transports.check_bind(host, allow_remote, bool(token or tokens))
+    return ServeAuth(token, tokens, pinned)
 
 
 __all__ = ["serve_command"]

@@ -153,10 +153,10 @@ def _describe(store: IndexStore) -> ArtifactInfo:
         chunker=meta.chunker,
         tokenizer=meta.tokenizer,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        files=len(store.lance.manifest()),
-        chunks=store.lance.count_current(),
+        files=store.files.count(),
+        chunks=store.chunks.count_current(),
         memories=store.memories.count_active(),
-        chunks_unembedded=store.lance.count_unembedded() if meta.dim else 0,
+        chunks_unembedded=store.chunks.count_unembedded() if meta.dim else 0,
         memserver_version=ours,
     )
 
@@ -400,7 +400,7 @@ def _verify(archive: Path, staged: Path, info: ArtifactInfo, root: Path) -> None
         raise _damaged(archive, f"its {META_FILE} disagrees with {INFO_NAME}")
     write_meta(staged, replace(meta, root=str(root)))
     store = IndexStore.open(staged, meta.embedder, meta.dim)
-    found = store.lance.count_current()
+    found = store.chunks.count_current()
     if found != info.chunks:
         raise _damaged(archive, f"it holds {found} chunks, {INFO_NAME} says {info.chunks}")
 

@@ -1,10 +1,12 @@
-"""tantivy adapter (the sole tantivy importer): BM25 over chunks.
+"""tantivy adapter (the sole tantivy importer): BM25 over chunks and memories (`KeywordIndex`),
+and, in an index of its own, over whole files (`FileDocument`s: the file-level arm).
 
 Neither tantivy's analysers nor LanceDB's split identifiers, so we do it
-ourselves (`memserver.core.text.analysed`) and hand tantivy text that already
+ourselves (`memserver.text.terms.analysed`) and hand tantivy text that already
 holds `parse http response` beside `parsehttpresponse`; tantivy then lowercases
 and stems it. Queries are built from our own word list, so user text never
-reaches tantivy's query parser unescaped.
+reaches tantivy's query parser unescaped. Every failure comes out of
+`tantivy_errors` as a StoreError with the fix.
 """
 
 from __future__ import annotations
@@ -13,65 +15,61 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from memserver.core.errors import StoreError
-from memserver.core.text import analysed, words
 from memserver.core.types import Chunk, Memory
+from memserver.core.writes import FileDocument
 from memserver.store.failures import READ_ONLY, failure_hint
+from memserver.text.terms import analysed
+
+__all__ = ["Bm25Index", "tantivy_errors"]
 
 _HEAP = 64_000_000
 # fields searched, with boosts: the name (path + symbol) counts more than the body
 _FIELDS = {"body": 1.0, "name": 2.0}
-STOP_WORDS = frozenset(
-    "a an and are as at be by for from has have how i in is it its of on or that the this to "
-    "was were what when where which who why will with does do we our you your can".split()
-)
-# a query also drops the rest of the function words a question is framed in (pronouns,
-# auxiliaries, modals): "What would Caroline's political leaning likely be?" asks about
-# "political leaning"; on the DEV LoCoMo set R@10 0.793 -> 0.798, false abstention
-# 0.091 -> 0.075. Indexed text and salience keep the shorter list.
-QUERY_STOP_WORDS = STOP_WORDS | frozenset(
-    "he she her his him they them their me my did been being had would could should might "
-    "likely probably perhaps maybe".split()
-)
+_LOCKS = (".tantivy-meta.lock", ".tantivy-writer.lock")
 
 
-def _error(action: str, exc: BaseException) -> StoreError:
-    return StoreError(
-        f"tantivy failed to {action}: {type(exc).__name__}: {str(exc)[:300]}",
-        hint=failure_hint(
-            exc, "run `memserver doctor --repair` (it rebuilds the keyword index from LanceDB)"
-        ),
-    )
+@contextmanager
+def tantivy_errors(action: str) -> Iterator[None]:
+    """Map any tantivy (or OS) failure inside the block to a StoreError with the fix."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except BaseException as exc:
+        # a damaged segment makes tantivy panic: pyo3 raises PanicException, which derives
+        # from BaseException; interrupts and exits pass through
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
+        raise StoreError(
+            f"tantivy failed to {action}: {type(exc).__name__}: {str(exc)[:300]}",
+            hint=failure_hint(
+                exc, "run `memserver doctor --repair` (it rebuilds the keyword index from LanceDB)"
+            ),
+        ) from exc
 
 
 def _read_only(path: Path) -> bool:
     """tantivy opens a lock file for writing even to read; it cannot here."""
-    locks = [path / n for n in (".tantivy-meta.lock", ".tantivy-writer.lock")]
+    locks = [path / n for n in _LOCKS]
     return not os.access(path, os.W_OK) or any(
         p.exists() and not os.access(p, os.W_OK) for p in locks
     )
 
 
-def query_terms(text: str) -> list[str]:
-    """Content words of a query, identifiers split, stop words dropped, order kept."""
-    seen: dict[str, None] = {}
-    for word in analysed(text).split():
-        if word not in QUERY_STOP_WORDS and len(word) > 1:
-            seen.setdefault(word, None)
-    if not seen:  # a query of only stop words still searches for them
-        seen = dict.fromkeys(w for w in words(text) if len(w) > 1)
-    return list(seen)
-
-
 class Bm25Index:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, optional: bool = False) -> None:
+        """`optional`: an index that may not exist yet (the file index of an index made
+        before it existed): a reader that cannot create it searches an empty one."""
         import tantivy
 
         self._tantivy = tantivy
+        self.path = path
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("id", stored=True, tokenizer_name="raw")
         builder.add_text_field("view", tokenizer_name="raw")
@@ -80,15 +78,17 @@ class Bm25Index:
         builder.add_text_field("body", tokenizer_name="en_stem")
         schema = builder.build()
         self._scratch: Path | None = None
-        try:
+        if optional and not path.exists() and not os.access(path.parent, os.W_OK):
+            self._index = tantivy.Index(schema)  # in memory, empty: nothing to find yet
+            self._writer: Any = None
+            return
+        with tantivy_errors(f"open the keyword index in {path}"):
             path.mkdir(parents=True, exist_ok=True)
             if not (_read_only(path) and (path / "meta.json").exists()):
                 self._index = tantivy.Index(schema, path=str(path), reuse=True)
             else:
                 self._index = self._open_read_only(schema, path)
-        except Exception as exc:
-            raise _error(f"open the keyword index in {path}", exc) from exc
-        self._writer: Any = None
+        self._writer = None
 
     @property
     def read_only(self) -> bool:
@@ -108,63 +108,72 @@ class Bm25Index:
         if self.read_only:
             raise StoreError("the keyword index is read-only: cannot change it", hint=READ_ONLY)
         if self._writer is None:
-            try:
+            with tantivy_errors("open a writer"):
                 self._writer = self._index.writer(heap_size=_HEAP, num_threads=1)
                 # a writer killed mid-commit leaves files the next commit may create again
                 # under the same name (`<segment>.<opstamp>.del`): tantivy then fails with
                 # FileAlreadyExists. Its own clean-up runs only after a commit; run it now.
                 self._writer.garbage_collect_files()
-            except Exception as exc:
-                raise _error("open a writer", exc) from exc
         return self._writer
+
+    def _document(self, view: str, id_: str, path: str, name: str, body: str) -> Any:
+        return self._tantivy.Document(
+            id=id_, view=view, path=path, name=analysed(name), body=analysed(body)
+        )
 
     def add(self, chunks: Iterable[Chunk]) -> None:
         writer = self._w()
-        try:
+        with tantivy_errors("add documents"):
             for c in chunks:
                 writer.delete_documents_by_term("id", c.id)  # upsert
                 writer.add_document(
-                    self._tantivy.Document(
-                        id=c.id,
-                        view="chunk",
-                        path=c.path,
-                        name=analysed(f"{c.path} {c.symbol}"),
-                        body=analysed(c.text),
-                    )
+                    self._document("chunk", c.id, c.path, f"{c.path} {c.symbol}", c.text)
                 )
-        except Exception as exc:
-            raise _error("add documents", exc) from exc
 
     def add_memories(self, memories: Iterable[Memory]) -> None:
         writer = self._w()
-        try:
+        with tantivy_errors("add memory documents"):
             for m in memories:
                 writer.delete_documents_by_term("id", m.id)
-                writer.add_document(
-                    self._tantivy.Document(
-                        id=m.id, view="memory", path="", name=analysed(m.key),
-                        body=analysed(m.text),
-                    )
-                )  # fmt: skip
-        except Exception as exc:
-            raise _error("add memory documents", exc) from exc
+                writer.add_document(self._document("memory", m.id, "", m.key, m.text))
+
+    def add_files(self, documents: Iterable[FileDocument]) -> None:
+        """Whole files (their path is their id), replacing what the index held for them."""
+        writer = self._w()
+        with tantivy_errors("add file documents"):
+            for d in documents:
+                writer.delete_documents_by_term("id", d.path)
+                writer.add_document(self._document("file", d.path, d.path, d.path, d.text))
 
     def delete(self, ids: Iterable[str]) -> None:
         writer = self._w()
-        try:
-            for chunk_id in ids:
-                writer.delete_documents_by_term("id", chunk_id)
-        except Exception as exc:
-            raise _error("delete documents", exc) from exc
+        with tantivy_errors("delete documents"):
+            for doc_id in ids:
+                writer.delete_documents_by_term("id", doc_id)
+
+    def replace_all(self, chunks: Iterable[Chunk], memories: Iterable[Memory],
+                    files: Iterable[FileDocument] = ()) -> None:  # fmt: skip
+        """Drop every document and add these, in one commit: the old segments, with every
+        term of deleted documents, are gone from disk once it commits (erasure)."""
+        writer = self._w()
+        with tantivy_errors("rebuild the keyword index"):
+            writer.delete_all_documents()
+        self.add(chunks)
+        self.add_memories(memories)
+        self.add_files(files)
+        self.commit()
+        with tantivy_errors("drop the old keyword segments"):
+            writer = self._w()
+            writer.garbage_collect_files()
+        self.rollback()
 
     def commit(self) -> None:
         if self._writer is None:
             return
         try:
-            self._writer.commit()
-            self._writer.wait_merging_threads()
-        except Exception as exc:
-            raise _error("commit", exc) from exc
+            with tantivy_errors("commit"):
+                self._writer.commit()
+                self._writer.wait_merging_threads()
         finally:
             self._writer = None
         self._index.reload()
@@ -196,19 +205,47 @@ class Bm25Index:
         if view is None:
             return int(searcher.num_docs)
         only = self._tantivy.Query.term_query(self._index.schema, "view", view)
-        return int(searcher.search(only, limit=1, count=True).count)  # type: ignore[attr-defined]
+        found: Any = searcher.search(only, limit=1, count=True)  # its stubs lack `count`
+        return int(found.count)
 
     def search(self, terms: Sequence[str], k: int, view: str = "chunk") -> list[tuple[str, float]]:
         """BM25 over name and body for any of the terms in one view: (id, score), best first."""
         if not terms:
             return []
         tv = self._tantivy
-        try:
+        with tantivy_errors("run a keyword search"):
             text = self._index.parse_query(" ".join(terms), list(_FIELDS), field_boosts=_FIELDS)
             only = tv.Query.term_query(self._index.schema, "view", view)
             query = tv.Query.boolean_query([(tv.Occur.Must, only), (tv.Occur.Must, text)])
-            searcher = self._index.searcher()
-            hits = searcher.search(query, limit=k).hits
-            return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits]
-        except ValueError as exc:
-            raise _error("run a keyword search", exc) from exc
+            return self._run(query, k)
+
+    def search_weighted(self, terms: Sequence[tuple[str, float]], k: int, view: str = "chunk",
+                        path: str | None = None) -> list[tuple[str, float]]:  # fmt: skip
+        """BM25 as `search`, each term's score times its weight (how often a long query
+        says it): terms of one weight are parsed together, boosted by it. `path`: only the
+        documents of that file."""
+        groups: dict[float, list[str]] = {}
+        for term, weight in terms:
+            if weight > 0:
+                groups.setdefault(float(weight), []).append(term)
+        if not groups:
+            return []
+        tv = self._tantivy
+        with tantivy_errors("run a keyword search"):
+            parts = []
+            for weight, words in sorted(groups.items()):
+                parsed = self._index.parse_query(" ".join(words), list(_FIELDS),
+                                                 field_boosts=_FIELDS)  # fmt: skip
+                q = parsed if weight == 1.0 else tv.Query.boost_query(parsed, weight)
+                parts.append((tv.Occur.Should, q))
+            schema = self._index.schema
+            must = [(tv.Occur.Must, tv.Query.term_query(schema, "view", view)),
+                    (tv.Occur.Must, tv.Query.boolean_query(parts))]  # fmt: skip
+            if path is not None:
+                must.append((tv.Occur.Must, tv.Query.term_query(schema, "path", path)))
+            return self._run(tv.Query.boolean_query(must), k)
+
+    def _run(self, query: Any, k: int) -> list[tuple[str, float]]:
+        searcher = self._index.searcher()
+        hits = searcher.search(query, limit=k).hits
+        return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits]

@@ -21,6 +21,8 @@ Each check yields a `Check` (check, ok, detail, fixed), in this order:
                  table lost rows, every file is also passed again to re-make them.
   crash-marker   a DIRTY marker while nobody holds writer.lock: a write died midway.
                  Repair: reconcile, then clear it.
+  notes          notes and turns stored without the memories their text makes. Repair:
+                 taken out of search, so remembering the same text again stores them whole.
   pending        chunks and memories without vectors, files a repair re-queued.
                  Reported only: `memserver index` does that work.
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,8 +42,8 @@ from typing import Any
 from memserver.core.errors import IndexMismatch, IndexMissing, StoreError
 from memserver.store import statecache, tablecheck
 from memserver.store.bm25 import Bm25Index
-from memserver.store.index import IndexStore
-from memserver.store.lance import EVENTS, MEMORIES, connect
+from memserver.store.index import EVENTS, FILE_KEYWORD_DIR, MEMORIES, IndexStore
+from memserver.store.lancedb import connect
 from memserver.store.lock import WriterLock, flock_held, probe
 from memserver.store.meta import IndexMeta, check_compatible, read_meta
 from memserver.store.statecache import DIRTY
@@ -100,10 +103,13 @@ class Doctor:
     def __init__(
         self, index_dir: Path, embedder: str, dim: int, *, lock_timeout: float = 10.0,
         configured: tuple[str, int] | None = None,
+        expects_memories: Callable[[str], bool] | None = None,
     ) -> None:  # fmt: skip
         """`embedder`/`dim`: what this run uses; `configured`: what the settings name, which
-        an existing index overrides (noted when they differ)."""
+        an existing index overrides (noted when they differ); `expects_memories`: whether a
+        note's text makes statements (the memory service's atomiser), for the notes check."""
         self.dir = index_dir
+        self.expects_memories = expects_memories
         self.embedder = embedder
         self.dim = dim
         self.configured = configured
@@ -123,8 +129,11 @@ class Doctor:
         if not repair:
             self._examine(meta, repair=False, busy=busy)
             return self.report
-        with WriterLock(self.dir, self.lock_timeout, purpose="memserver doctor --repair"):
-            self._examine(meta, repair=True, busy=False)
+        try:
+            with WriterLock(self.dir, self.lock_timeout, purpose="memserver doctor --repair"):
+                self._examine(meta, repair=True, busy=False)
+        except StoreError as err:  # a full disk, say: the report still says what happened
+            self._add("repair", False, f"{err.message}; {err.hint}")
         if any(c.fixed for c in self.report.checks):
             statecache.forget(self.dir)  # the no-op shortcut must not skip the next run
         return self.report
@@ -173,7 +182,7 @@ class Doctor:
         if rebuilt is None:
             return
         try:
-            store = IndexStore(self.dir, meta)
+            store = IndexStore(self.dir, meta, create=repair)
         except StoreError as err:
             self._add("stores", False, f"{err.message}; {err.hint}")
             return
@@ -182,7 +191,24 @@ class Doctor:
             self._add("sync", True, "not compared: a writer is running (rerun when it is done)")
         else:
             requeued = self._sync(store, repair, damaged, forced=rebuilt)
+            self._notes(store, repair)
             self._pending(store, meta, requeued, lost=bool(damaged - {EVENTS}))
+
+    def _notes(self, store: IndexStore, repair: bool) -> None:
+        """Notes stored without their statements: out of search until remembered again."""
+        if self.expects_memories is None:
+            return
+        incomplete = store.notes_without_memories(self.expects_memories)
+        if not incomplete:
+            self._add("notes", True, "every note has its memories")
+            return
+        found = f"{len(incomplete)} notes were stored without their memories"
+        if not repair:
+            self._add("notes", False, f"{found}; run `memserver doctor --repair`")
+            return
+        store.close_notes(incomplete)
+        self._add("notes", False, f"{found} → taken out of search; remembering the same "
+                  "text again stores them whole", fixed=True)  # fmt: skip
 
     def _tables(self, repair: bool) -> set[str] | None:
         """Names of the tables repaired (empty when all read); None when checking stops."""
@@ -214,27 +240,36 @@ class Doctor:
         return {h.name for h in bad}
 
     def _keyword_index(self, repair: bool) -> bool | None:
-        """Whether it was rebuilt; None when it is damaged and checking stops."""
-        path = self.dir / "bm25"
-        try:
-            if not (path / "meta.json").exists():
-                raise StoreError(f"the keyword index {path} is missing")
-            bm25 = Bm25Index(path)
-            docs = len(bm25.all_ids("chunk")) + len(bm25.all_ids("memory"))
-            bm25.search(["index", "function"], 1)  # reads term dictionaries and postings
-            del bm25
-        except StoreError as err:
-            problem = err.message
-        else:
-            self._add("keyword-index", True, f"{docs} documents read")
-            return False
-        if not repair:
-            self._add("keyword-index", False, f"{problem}; run `memserver doctor --repair`")
-            return None
-        shutil.rmtree(path, ignore_errors=True)
-        self._add("keyword-index", False, f"{problem} → deleted; rebuilt from LanceDB below",
-                  fixed=True)  # fmt: skip
-        return True
+        """Whether it was rebuilt; None when it is damaged and checking stops. The file
+        index may be missing (an index made before it existed): the sync below adds it."""
+        rebuilt = False
+        for name, views, required in (("bm25", ("chunk", "memory"), True),
+                                      (FILE_KEYWORD_DIR, ("file",), False)):  # fmt: skip
+            check = "keyword-index" if required else "file-keyword-index"
+            path = self.dir / name
+            try:
+                if not (path / "meta.json").exists():
+                    if not required:
+                        self._add(check, True, "not built yet: the sync below builds it")
+                        continue
+                    raise StoreError(f"the keyword index {path} is missing")
+                bm25 = Bm25Index(path)
+                docs = sum(len(bm25.all_ids(v)) for v in views)
+                bm25.search(["index", "function"], 1, view=views[0])  # reads the postings
+                del bm25
+            except StoreError as err:
+                problem = err.message
+            else:
+                self._add(check, True, f"{docs} documents read")
+                continue
+            if not repair:
+                self._add(check, False, f"{problem}; run `memserver doctor --repair`")
+                return None
+            shutil.rmtree(path, ignore_errors=True)
+            self._add(check, False, f"{problem} → deleted; rebuilt from LanceDB below",
+                      fixed=True)  # fmt: skip
+            rebuilt = True
+        return rebuilt
 
     def _tantivy_locks(self, busy: bool, repair: bool) -> None:
         held, unusable = [], []
@@ -283,9 +318,9 @@ class Doctor:
             self._add("sync", not before, found)
             self._add("crash-marker", not dirty, dirty_detail or "none")
             return 0
-        manifest_before = len(store.lance.manifest())
+        manifest_before = store.files.count()
         if MEMORIES in damaged:  # pass every file again: lost code memories are re-made
-            store.lance.write_manifest([], list(store.lance.manifest()))
+            store.forget_manifest()
         fixed = store.reconcile()
         store.mark_clean()
         after = {k: v for k, v in store.desync().items() if v}
@@ -294,12 +329,12 @@ class Doctor:
                   fixed=not after and bool(before or damaged or forced))  # fmt: skip
         self._add("crash-marker", not dirty, f"{dirty_detail} → cleared" if dirty else "none",
                   fixed=dirty and not after)  # fmt: skip
-        return manifest_before - len(store.lance.manifest())
+        return manifest_before - store.files.count()
 
     def _pending(self, store: IndexStore, meta: IndexMeta, requeued: int, lost: bool) -> None:
         parts = []
         if meta.dim:
-            chunks, memories = store.lance.count_unembedded(), store.memories.count_unembedded()
+            chunks, memories = store.chunks.count_unembedded(), store.memories.count_unembedded()
             if chunks or memories:
                 parts.append(f"{chunks} chunks and {memories} memories wait for vectors")
         if requeued:
@@ -320,10 +355,11 @@ def _marker_owner(marker: Path) -> str:
 
 def _duplicates(store: IndexStore) -> str:
     """Rows sharing an id (or manifest path): not something reconcile can fix."""
+    rows = store.counts()
     counts = {
-        "chunks": (int(store.lance.chunks.count_rows()), len(store.lance.chunk_states())),
-        "memories": (int(store.memories.table.count_rows()), len(store.memories.states())),
-        "files": (int(store.lance.files.count_rows()), len(store.lance.manifest())),
+        "chunks": (rows["chunks"], len(store.chunks.states())),
+        "memories": (rows["memories"], len(store.memories.states())),
+        "files": (rows["files"], len(store.files.read())),
     }
     extra = [f"{name} {rows - ids}" for name, (rows, ids) in counts.items() if rows != ids]
     if not extra:
@@ -333,7 +369,7 @@ def _duplicates(store: IndexStore) -> str:
 
 def _agreement(store: IndexStore) -> str:
     return (
-        f"manifest, LanceDB and tantivy agree: {len(store.lance.manifest())} files, "
-        f"{store.lance.count_current()} current chunks, {store.bm25.count('chunk')} chunk and "
-        f"{store.bm25.count('memory')} memory documents"
+        f"manifest, LanceDB and tantivy agree: {store.files.count()} files, "
+        f"{store.chunks.count_current()} current chunks, {store.keyword.count('chunk')} chunk "
+        f"and {store.keyword.count('memory')} memory documents"
     )

@@ -7,30 +7,43 @@ the targets, the text before and after (left empty on erasure), who did it and w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
 
-import pyarrow as pa
+from memserver.core.ids import content_hash
+from memserver.store import lancedb as ldb
+from memserver.store.lancedb import Table, in_list, lance_errors, sql_quote
 
-from memserver.store.lance import _now, sql_quote, store_error
+__all__ = ["Event", "EventLog"]
 
-__all__ = ["EventLog"]
+EventRow = tuple[str, Sequence[str], str, str]  # (op, targets, before, after)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    time: datetime
+    op: str  # add, forget, stale, supersede, consolidate, erase, …
+    targets: tuple[str, ...]
+    before: str
+    after: str
+    actor: str
+    reason: str
+
+    @property
+    def key(self) -> str:
+        """A handle on this row (the table has no id column): `e_` + 16 hex of its time, op
+        and targets. An `undo` event lists the key of the event it undid among its targets."""
+        digest = content_hash(f"{self.time.isoformat()}|{self.op}|{','.join(self.targets)}")
+        return "e_" + digest[:16]
 
 
 class EventLog:
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Table) -> None:
         self.table = table
 
-    def append(
-        self, op: str, targets: Sequence[str], *, before: str = "", after: str = "",
-        actor: str = "memserver", reason: str = "",
-    ) -> None:  # fmt: skip
-        self.append_many([(op, targets, before, after)], actor=actor, reason=reason)
-
-    def append_many(
-        self, events: Sequence[tuple[str, Sequence[str], str, str]], *, actor: str, reason: str
-    ) -> None:
+    def append_many(self, events: Sequence[EventRow], *, actor: str, reason: str) -> None:
         """(op, targets, before, after) rows sharing one actor and reason, in one commit."""
-        now = _now()
+        now = ldb.now()
         rows = [
             {"time": now, "op": op, "targets": list(targets), "before": before, "after": after,
              "actor": actor, "reason": reason}
@@ -38,32 +51,36 @@ class EventLog:
         ]  # fmt: skip
         if not rows:
             return
-        try:
-            self.table.add(pa.Table.from_pylist(rows, schema=self.table.schema))
-        except Exception as exc:
-            raise store_error(f"record {len(rows)} events", exc) from exc
+        with lance_errors(f"record {len(rows)} events"):
+            ldb.add(self.table, rows)
 
     def erase(self, targets: Sequence[str]) -> None:
         """Blank the before/after text of every event naming one of `targets`."""
-        try:
-            for i in range(0, len(targets), 200):
-                where = " OR ".join(
-                    f"array_has(targets, {sql_quote(t)})" for t in targets[i : i + 200]
-                )
-                self.table.update(where=where, values={"before": "", "after": ""})
-        except Exception as exc:
-            raise store_error("erase event text", exc) from exc
+        with lance_errors("erase event text"):
+            for batch in ldb.batches(list(targets), 200):
+                where = " OR ".join(f"array_has(targets, {sql_quote(t)})" for t in batch)
+                ldb.update_where(self.table, where, {"before": "", "after": ""})
 
-    def of(self, target: str) -> list[dict[str, Any]]:
+    def of(self, target: str) -> list[Event]:
         """Events naming `target`, oldest first."""
-        try:
-            rows = (
-                self.table.search().where(f"array_has(targets, {sql_quote(target)})")
-                .limit(None).to_list()
-            )  # fmt: skip
-        except Exception as exc:
-            raise store_error("read events", exc) from exc
-        return sorted(rows, key=lambda r: r["time"])
+        where = f"array_has(targets, {sql_quote(target)})"
+        return self.find(where)
+
+    def with_ops(self, ops: Sequence[str]) -> list[Event]:
+        """Events of these operations, oldest first."""
+        return self.find(in_list("op", ops)) if ops else []
+
+    def find(self, where: str | None = None, limit: int | None = None) -> list[Event]:
+        columns = ["time", "op", "targets", "before", "after", "actor", "reason"]
+        with lance_errors("read events"):
+            found = ldb.scan(self.table, where, columns).to_pylist()
+        events = sorted(
+            (Event(r["time"], r["op"], tuple(r["targets"] or ()), r["before"] or "",
+                   r["after"] or "", r["actor"] or "", r["reason"] or "") for r in found),
+            key=lambda e: e.time,
+        )  # fmt: skip
+        return events if limit is None else events[-limit:]
 
     def count(self) -> int:
-        return int(self.table.count_rows())
+        with lance_errors("count the events"):
+            return ldb.count(self.table)

@@ -1,7 +1,8 @@
-"""Rows of the `memories` table (the distilled view), over the table LanceStore opened.
+"""Rows of the `memories` table (the distilled view).
 
-Memories distilled from a code chunk follow it: when the chunk is closed they
-turn `stale` (and leave search), when it comes back they are `active` again.
+Memories distilled from a code chunk follow it: when the chunk is closed they turn `stale`
+(and leave search), when it comes back they are `active` again. Reads return our own types;
+the writes are called by `IndexStore`'s intents only.
 """
 
 from __future__ import annotations
@@ -9,37 +10,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from memserver.core.types import Memory
-from memserver.store.lance import (
-    ADDRESS,
-    _batches,
-    _in,
-    _now,
-    _take,
-    scan,
-    scope_pairs,
-    scope_row,
-    select,
-    sql_quote,
-    store_error,
-    upsert,
-)
+from memserver.core.types import ACTIVE, FORGOTTEN, STALE, SUPERSEDED, Memory
+from memserver.store import lancedb as ldb
+from memserver.store.lancedb import ADDRESS, Table, in_list, lance_errors, sql_quote
+from memserver.store.schema import scope_pairs, scope_row
 
-ACTIVE = "active"
-STALE = "stale"
-FORGOTTEN = "forgotten"
-SUPERSEDED = "superseded"
+__all__ = ["ACTIVE", "FORGOTTEN", "STALE", "SUPERSEDED", "MemoryRows", "memory_from_row"]
+
 _STALE_NOTE = f"status = '{STALE}' AND array_length(source_ids) > 1"
 _SHOWN = f"status = '{ACTIVE}' OR ({_STALE_NOTE})"
+_MANY = "array_length(source_ids) > 1"
 _COLUMNS = [
     "id", "type", "key", "text", "entities", "source_ids", "distiller", "status",
     "event_time", "scope", "derived_from",
 ]  # fmt: skip
 
 
-def memory_from_row(row: dict[str, Any]) -> Memory:
+def memory_from_row(row: Mapping[str, Any]) -> Memory:
     return Memory(
         id=row["id"], type=row["type"], key=row["key"], text=row["text"],
         source_ids=tuple(row["source_ids"] or ()), entities=tuple(row["entities"] or ()),
@@ -49,50 +39,44 @@ def memory_from_row(row: dict[str, Any]) -> Memory:
     )  # fmt: skip
 
 
+def _any_of(values: Sequence[str]) -> str:
+    return f"array_has_any(source_ids, [{', '.join(sql_quote(c) for c in values)}])"
+
+
 class MemoryRows:
-    def __init__(self, table: Any, dim: int) -> None:
+    def __init__(self, table: Table, dim: int) -> None:
         self.table = table
         self.dim = dim
 
     def _read(self, columns: list[str], wheres: Sequence[str | None], action: str) -> pa.Table:
-        try:
-            parts = [
-                self.table.search().where(w).select(columns).limit(None).to_arrow()
-                if w else self.table.search().select(columns).limit(None).to_arrow()
-                for w in wheres
-            ]  # fmt: skip
-        except Exception as exc:
-            raise store_error(action, exc) from exc
+        with lance_errors(action):
+            parts = [ldb.scan(self.table, w, columns) for w in wheres]
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    # -- reads ------------------------------------------------------------------------
 
     def states(self, origins: Sequence[str] | None = None) -> dict[str, tuple[str, str]]:
         """Every memory id → (status, origin chunk); only those of `origins` when given."""
         wheres: list[str | None] = [None]
         if origins is not None:
-            wheres = [_in("origin_chunk", b) for b in _batches(list(origins))] or []
+            wheres = [in_list("origin_chunk", b) for b in ldb.batches(list(origins))]
         if not wheres:
             return {}
         t = self._read(["id", "status", "origin_chunk"], wheres, "read memory ids")
         return {
             i: (s, o)
             for i, s, o in zip(
-                t.column("id").to_pylist(),
-                t.column("status").to_pylist(),
-                t.column("origin_chunk").to_pylist(),
-                strict=True,
+                t.column("id").to_pylist(), t.column("status").to_pylist(),
+                t.column("origin_chunk").to_pylist(), strict=True,
             )
-        }
+        }  # fmt: skip
 
     def citations(self, of: Sequence[str] | None = None) -> dict[str, tuple[str, ...]]:
         """Memories that cite chunks besides their origin (notes about code) → all sources;
         only those citing one of `of` when given."""
-        many = "array_length(source_ids) > 1"
-        wheres: list[str | None] = [many]
+        wheres: list[str | None] = [_MANY]
         if of is not None:
-            wheres = [
-                f"{many} AND array_has_any(source_ids, [{', '.join(sql_quote(c) for c in b)}])"
-                for b in _batches(list(of))
-            ]  # fmt: skip
+            wheres = [f"{_MANY} AND {_any_of(b)}" for b in ldb.batches(list(of))]
         if not wheres:
             return {}
         t = self._read(["id", "source_ids"], wheres, "read memory sources")
@@ -107,11 +91,10 @@ class MemoryRows:
         self, chunk_ids: Sequence[str]
     ) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, ...]]]:
         """`states(origins=chunk_ids)` and `citations(of=chunk_ids)` in one read."""
-        wheres = []
-        for b in _batches(list(chunk_ids)):
-            listed = ", ".join(sql_quote(c) for c in b)
-            wheres.append(f"origin_chunk IN ({listed}) OR (array_length(source_ids) > 1 "
-                          f"AND array_has_any(source_ids, [{listed}]))")  # fmt: skip
+        wheres: list[str | None] = [
+            f"{in_list('origin_chunk', b)} OR ({_MANY} AND {_any_of(b)})"
+            for b in ldb.batches(list(chunk_ids))
+        ]
         if not wheres:
             return {}, {}
         t = self._read(["id", "status", "origin_chunk", "source_ids"], wheres, "read memories")
@@ -129,126 +112,91 @@ class MemoryRows:
         return states, citations
 
     def of_origin(self, chunk_ids: Sequence[str]) -> list[Memory]:
-        if not chunk_ids:
-            return []
-        rows = []
-        for batch in _batches(list(chunk_ids)):
-            rows += select(self.table, _in("origin_chunk", batch), _COLUMNS, None, "read memories")
-        return [memory_from_row(r) for r in rows]
+        found: list[dict[str, Any]] = []
+        with lance_errors("read memories"):
+            for batch in ldb.batches(list(chunk_ids)):
+                found += ldb.rows(self.table, in_list("origin_chunk", batch), _COLUMNS, None)
+        return [memory_from_row(r) for r in found]
 
     def citing(self, chunk_ids: Sequence[str]) -> list[str]:
         """Ids of memories whose sources include any of `chunk_ids`."""
         wanted = set(chunk_ids)
         return [m for m, sources in self.citations(of=chunk_ids).items() if wanted & set(sources)]
 
-    def erase(self, ids: Sequence[str]) -> None:
-        """Blank a memory's text, key, entities and vector (forget with erasure)."""
+    def derived_from(self, ids: Sequence[str]) -> list[Memory]:
+        """Consolidated abstractions built from any of the memories `ids`."""
         if not ids:
-            return
-        try:
-            rows = _take(self.table, ids).to_pylist()
-            for row in rows:
-                row.update(text="", key="", entities=[], embedded=False)
-                if self.dim:
-                    row["vector"] = [0.0] * self.dim
-            data = pa.Table.from_pylist(rows, schema=self.table.schema)
-            self.table.merge_insert("id").when_matched_update_all().execute(data)
-        except Exception as exc:
-            raise store_error("erase memories", exc) from exc
+            return []
+        found: list[dict[str, Any]] = []
+        with lance_errors("read memories"):
+            for batch in ldb.batches(list(ids)):
+                listed = ", ".join(sql_quote(i) for i in batch)
+                where = f"array_has_any(derived_from, [{listed}])"
+                found += ldb.rows(self.table, where, _COLUMNS, None)
+        return [memory_from_row(r) for r in found]
 
-    def insert(
-        self, memories: Sequence[tuple[Memory, str]], project: str = "", *, replace: bool = False,
-        vectors: Mapping[str, Sequence[float]] | None = None,
-    ) -> None:  # fmt: skip
-        """Add (memory, origin chunk id) pairs; stored ids are left alone unless `replace`.
-        Memories with an entry in `vectors` go in embedded."""
-        if not memories:
-            return
-        now = _now()
-        rows = []
-        for m, origin in memories:
-            row: dict[str, Any] = {
-                "id": m.id, "type": m.type, "key": m.key, "text": m.text,
-                "entities": list(m.entities), "source_ids": list(m.source_ids),
-                "origin_chunk": origin, "status": m.status, "superseded_by": None,
-                "derived_from": list(m.derived_from), "distiller": m.distiller,
-                "embedded": False,
-                "event_time": m.event_time, "valid_from": now, "valid_to": None,
-                "scope": scope_row(project, m.scope),
-            }  # fmt: skip
-            rows.append(row)
-        upsert(self.table, rows, self.dim, vectors, replace=replace, what="memories")
-
-    def set_status_by_origin(self, chunk_ids: Sequence[str], status: str, *, was: str) -> None:
-        """Set the status of the memories distilled from `chunk_ids` that are now `was`
-        (a forgotten or superseded memory keeps its status when its chunk moves)."""
-        self.set_status(chunk_ids, status, column="origin_chunk", was=was)
-
-    def set_status(
-        self, ids: Sequence[str], status: str, column: str = "id", was: str | None = None
-    ) -> None:
-        """Set the status of the memories whose `column` is in `ids` (and whose status is
-        `was`, when given)."""
-        only = "" if was is None else f" AND status = {sql_quote(was)}"
-        try:
-            for batch in _batches(list(ids)):
-                self.table.update(where=_in(column, batch) + only, values={"status": status})
-        except Exception as exc:
-            raise store_error(f"mark memories {status}", exc) from exc
+    def get(self, ids: Sequence[str]) -> dict[str, Memory]:
+        if not ids:
+            return {}
+        with lance_errors("read memories"):
+            found = ldb.take(self.table, ids, _COLUMNS).to_pylist()
+        return {r["id"]: memory_from_row(r) for r in found}
 
     def unembedded(self, limit: int) -> list[Memory]:
-        where = f"embedded = false AND status = '{ACTIVE}'"
-        rows = select(self.table, where, _COLUMNS, limit, "read memories to embed")
-        return [memory_from_row(r) for r in rows]
+        with lance_errors("read memories to embed"):
+            found = ldb.rows(self.table, f"embedded = false AND status = '{ACTIVE}'", _COLUMNS,
+                             limit)  # fmt: skip
+        return [memory_from_row(r) for r in found]
+
+    def _count(self, where: str | None) -> int:
+        with lance_errors("count the memories"):
+            return ldb.count(self.table, where)
 
     def count_unembedded(self) -> int:
-        return int(self.table.count_rows(f"embedded = false AND status = '{ACTIVE}'"))
+        return self._count(f"embedded = false AND status = '{ACTIVE}'")
 
     def count_active(self) -> int:
-        return int(self.table.count_rows(f"status = '{ACTIVE}'"))
+        return self._count(f"status = '{ACTIVE}'")
 
     def count_searchable(self) -> int:
         """Active memories plus stale notes about code (which recall shows, marked stale)."""
-        return self.count_active() + int(self.table.count_rows(_STALE_NOTE))
+        return self.count_active() + self._count(_STALE_NOTE)
 
     def count(self, status: str) -> int:
-        return int(self.table.count_rows(f"status = {sql_quote(status)}"))
+        return self._count(f"status = {sql_quote(status)}")
 
-    def get(self, ids: Sequence[str]) -> dict[str, Memory]:
-        try:
-            rows = _take(self.table, ids, _COLUMNS).to_pylist()
-        except Exception as exc:
-            raise store_error("read memories", exc) from exc
-        return {r["id"]: memory_from_row(r) for r in rows}
+    def count_rows(self) -> int:
+        return self._count(None)
 
-    def consolidation_table(self, distiller: str) -> pa.Table:
-        """Active memories of one distiller with everything consolidation weighs."""
-        columns = ["id", "type", "key", "text", "entities", "source_ids", "origin_chunk",
-                   "event_time", "scope", "derived_from", "embedded"]  # fmt: skip
+    def for_consolidation(
+        self, distiller: str
+    ) -> tuple[list[tuple[Memory, str, bool]], np.ndarray | None]:
+        """Active memories of one distiller as (memory, origin chunk, embedded), with their
+        vectors as a matrix in the same order (None without vectors)."""
+        columns = [
+            "id",
+            "type",
+            "key",
+            "text",
+            "entities",
+            "source_ids",
+            "origin_chunk",
+            "event_time",
+            "scope",
+            "derived_from",
+            "embedded",
+            "distiller",
+            "status",
+        ]
         if self.dim:
             columns.append("vector")
         where = f"status = '{ACTIVE}' AND distiller = {sql_quote(distiller)}"
-        try:
-            return self.table.search().where(where).select(columns).limit(None).to_arrow()
-        except Exception as exc:
-            raise store_error("read memories to consolidate", exc) from exc
-
-    def supersede(self, by: Mapping[str, str], *, close: bool) -> None:
-        """Mark memories superseded by others (id → superseding id); `close` also ends their
-        validity (a contradicted fact), else they stay valid and attributable."""
-        groups: dict[str, list[str]] = {}
-        for mid, newer in by.items():
-            groups.setdefault(newer, []).append(mid)
-        values: dict[str, Any] = {"status": SUPERSEDED}
-        if close:
-            values["valid_to"] = _now()
-        try:
-            for newer, ids in groups.items():
-                for batch in _batches(ids):
-                    self.table.update(where=_in("id", batch),
-                                      values={**values, "superseded_by": newer})  # fmt: skip
-        except Exception as exc:
-            raise store_error("mark memories superseded", exc) from exc
+        with lance_errors("read memories to consolidate"):
+            data = ldb.scan(self.table, where, columns)
+        vectors = ldb.vector_matrix(data, self.dim)
+        plain = data.select([c for c in data.column_names if c != "vector"]).to_pylist()
+        return [(memory_from_row(r), r["origin_chunk"] or "", bool(r["embedded"]))
+                for r in plain], vectors  # fmt: skip
 
     def active_table(
         self, with_vectors: bool, columns: Sequence[str] | None = None, *,
@@ -263,9 +211,107 @@ class MemoryRows:
             columns.append("vector")
         if addresses:
             columns.append(ADDRESS)
-        return scan(self.table, _SHOWN, columns, ids, "read memories")
+        with lance_errors("read memories"):
+            return ldb.scan(self.table, _SHOWN, columns, ids)
 
     def shown_addresses(self) -> dict[str, int]:
         """Id → ADDRESS of the memories recall may show (see `active_table`)."""
-        t = scan(self.table, _SHOWN, ["id", ADDRESS], None, "read memory ids")
+        with lance_errors("read memory ids"):
+            t = ldb.scan(self.table, _SHOWN, ["id", ADDRESS])
         return dict(zip(t.column("id").to_pylist(), t.column(ADDRESS).to_pylist(), strict=True))
+
+    # -- writes (through IndexStore) ----------------------------------------------------
+
+    def insert(
+        self, memories: Sequence[tuple[Memory, str]], project: str = "", *, replace: bool = False,
+        vectors: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:  # fmt: skip
+        """Add (memory, origin chunk id) pairs; stored ids are left alone unless `replace`.
+        Memories with an entry in `vectors` go in embedded."""
+        if not memories:
+            return
+        now = ldb.now()
+        rows = [
+            {
+                "id": m.id, "type": m.type, "key": m.key, "text": m.text,
+                "entities": list(m.entities), "source_ids": list(m.source_ids),
+                "origin_chunk": origin, "status": m.status, "superseded_by": None,
+                "derived_from": list(m.derived_from), "distiller": m.distiller,
+                "embedded": False,
+                "event_time": m.event_time, "valid_from": now, "valid_to": None,
+                "scope": scope_row(project, m.scope),
+            }
+            for m, origin in memories
+        ]  # fmt: skip
+        with lance_errors(f"insert {len(rows)} memories"):
+            ldb.upsert(self.table, rows, self.dim, vectors, replace=replace)
+
+    def set_status(
+        self, ids: Sequence[str], status: str, column: str = "id", was: str | None = None
+    ) -> None:
+        """Set the status of the memories whose `column` is in `ids` (and whose status is
+        `was`, when given)."""
+        only = "" if was is None else f" AND status = {sql_quote(was)}"
+        with lance_errors(f"mark memories {status}"):
+            ldb.update_ids(self.table, column, ids, {"status": status}, only)
+
+    def set_status_by_origin(self, chunk_ids: Sequence[str], status: str, *, was: str) -> None:
+        """Set the status of the memories distilled from `chunk_ids` that are now `was`
+        (a forgotten or superseded memory keeps its status when its chunk moves)."""
+        self.set_status(chunk_ids, status, column="origin_chunk", was=was)
+
+    def set_vectors(self, vectors: Mapping[str, Sequence[float]]) -> None:
+        if not vectors:
+            return
+        columns: dict[str, list[Any]] = {"id": list(vectors), "vector": list(vectors.values()),
+                                         "embedded": [True] * len(vectors)}  # fmt: skip
+        with lance_errors(f"store {len(vectors)} vectors"):
+            ldb.update_columns(self.table, columns)
+
+    def supersede(self, by: Mapping[str, str], *, close: bool) -> None:
+        """Mark memories superseded by others (id → superseding id); `close` also ends their
+        validity (a contradicted fact), else they stay valid and attributable."""
+        groups: dict[str, list[str]] = {}
+        for mid, newer in by.items():
+            groups.setdefault(newer, []).append(mid)
+        values: dict[str, Any] = {"status": SUPERSEDED}
+        if close:
+            values["valid_to"] = ldb.now()
+        with lance_errors("mark memories superseded"):
+            for newer, ids in groups.items():
+                ldb.update_ids(self.table, "id", ids, {**values, "superseded_by": newer})
+
+    def restore(self, statuses: Mapping[str, str]) -> None:
+        """Put memories back to a status (an undone review decision): no longer superseded
+        or closed."""
+        groups: dict[str, list[str]] = {}
+        for mid, status in statuses.items():
+            groups.setdefault(status, []).append(mid)
+        with lance_errors("restore memories"):
+            for status, ids in groups.items():
+                values: dict[str, Any] = {"status": status, "superseded_by": None,
+                                          "valid_to": None}  # fmt: skip
+                ldb.update_ids(self.table, "id", ids, values)
+
+    def reactivate(self, ids: Sequence[str]) -> None:
+        """Superseded members of an erased abstraction are active again."""
+        values: dict[str, Any] = {"status": ACTIVE, "superseded_by": None, "valid_to": None}
+        with lance_errors("reactivate memories"):
+            ldb.update_ids(self.table, "id", ids, values)
+
+    def erase(self, ids: Sequence[str]) -> None:
+        """Blank a memory's text, key, entities and vector (forget with erasure)."""
+        if not ids:
+            return
+        with lance_errors("erase memories"):
+            found = ldb.take(self.table, ids).to_pylist()
+            for row in found:
+                row.update(text="", key="", entities=[], embedded=False)
+                if self.dim:
+                    row["vector"] = [0.0] * self.dim
+            ldb.replace_rows(self.table, found)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove rows (memories of a note whose write never completed)."""
+        with lance_errors(f"delete {len(ids)} memories"):
+            ldb.delete_ids(self.table, "id", ids)

@@ -11,7 +11,7 @@ from memserver.core.errors import IndexMismatch, StoreError
 from memserver.store.failures import write_error
 
 META_FILE = "meta.json"
-SCHEMA_VERSION = 2  # bump when a table's schema changes: old indexes must be rebuilt
+SCHEMA_VERSION = 3  # bump when a table's schema changes: old indexes must be rebuilt
 
 
 @dataclass(frozen=True)

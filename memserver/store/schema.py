@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import pyarrow as pa
 
+from memserver.core.requests import SCOPE_KEYS, Scope
 from memserver.store.meta import SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "chunk_schema", "events_schema", "files_schema", "memory_schema"]
+__all__ = [
+    "SCHEMA_VERSION", "chunk_schema", "events_schema", "files_schema", "memory_schema",
+    "scope_pairs", "scope_row",
+]  # fmt: skip
 
 _SCOPE = pa.struct(
     [
@@ -17,6 +24,8 @@ _SCOPE = pa.struct(
     ]
 )
 _TS = pa.timestamp("us", tz="UTC")
+# secret values masked in a file's stored text: kinds and counts, never the values
+_MASKED = pa.list_(pa.struct([pa.field("kind", pa.string()), pa.field("count", pa.int32())]))
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -43,6 +52,8 @@ def chunk_schema(dim: int) -> pa.Schema:
         pa.field("superseded_by", pa.string()),
         pa.field("scope", _SCOPE),
         pa.field("tags", pa.list_(pa.string())),
+        pa.field("speaker", pa.string()),  # who said a conversation turn ("" otherwise)
+        pa.field("turn", pa.int32()),  # a turn's number in its conversation (-1 otherwise)
     ]
     if dim:
         fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))
@@ -87,6 +98,7 @@ def files_schema() -> pa.Schema:
             pa.field("indexed_at", _TS),
             pa.field("git_commit", pa.string()),
             pa.field("git_branch", pa.string()),
+            pa.field("masked", _MASKED),
         ]
     )
 
@@ -104,3 +116,16 @@ def events_schema() -> pa.Schema:
             pa.field("reason", pa.string()),
         ]
     )
+
+
+def scope_row(project: str, scope: Sequence[tuple[str, str]]) -> dict[str, str | None]:
+    """The `scope` struct: the project plus the optional user / session / agent keys."""
+    row: dict[str, str | None] = {"project": project, "user": None, "session": None,
+                                  "agent": None}  # fmt: skip
+    row.update(dict(scope))
+    return row
+
+
+def scope_pairs(row: Mapping[str, Any] | None) -> Scope:
+    row = row or {}
+    return tuple((k, row[k]) for k in SCOPE_KEYS if row.get(k))

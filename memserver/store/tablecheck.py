@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memserver.store.lance import CHUNKS, EVENTS, FILES, MEMORIES
+from memserver.store.index import CHUNKS, EVENTS, FILES, MEMORIES
 
 TABLES = (CHUNKS, FILES, MEMORIES, EVENTS)
 _SCAN_BATCH = 4096

@@ -84,21 +84,21 @@ def snapshot(root: Path, index_dir: Path) -> dict[str, Any]:
     from memserver.engine import Engine
 
     store = Engine(root, index_dir, env={}).open_store()
-    states = store.lance.chunk_states()
+    states = store.chunks.states()
     for name, table, key in (
-        ("chunks", store.lance.chunks, "id"),
+        ("chunks", store.table("chunks"), "id"),
         ("memories", store.memories.table, "id"),
-        ("files", store.lance.files, "path"),
+        ("files", store.table("files"), "path"),
     ):
         ids = table.search().select([key]).limit(None).to_arrow().column(key).to_pylist()
         assert len(ids) == len(set(ids)), f"duplicate rows in LanceDB table {name}"
     return {
         "current": sorted(c for c, cur in states.items() if cur),
-        "bm25": sorted(store.bm25.all_ids()),
+        "bm25": sorted(store.keyword.all_ids()),
         "memories": sorted(m for m, (s, _) in store.memories.states().items() if s == "active"),
-        "bm25_memories": sorted(store.bm25.all_ids("memory")),
-        "manifest": {p: sorted(r.chunk_ids) for p, r in store.lance.manifest().items()},
-        "unembedded": store.lance.count_unembedded(),
+        "bm25_memories": sorted(store.keyword.all_ids("memory")),
+        "manifest": {p: sorted(r.chunk_ids) for p, r in store.files.read().items()},
+        "unembedded": store.chunks.count_unembedded(),
         "dirty": store.dirty,
     }
 

@@ -121,9 +121,9 @@ def test_index_after_import_redoes_only_what_changed(
 
 def _rows(root: Path) -> dict[str, list[Any]]:
     store = Engine(root, None, env={}).open_store()
-    chunks = store.lance.chunks.to_arrow().to_pylist()
-    memories = store.lance.memories.to_arrow().to_pylist()
-    files = store.lance.files.to_arrow().to_pylist()
+    chunks = store.table("chunks").to_arrow().to_pylist()
+    memories = store.table("memories").to_arrow().to_pylist()
+    files = store.table("files").to_arrow().to_pylist()
     return {
         "chunks": sorted(
             (r["id"], r["path"], r["start_line"], r["end_line"], r["text"], r["vector"])
@@ -147,7 +147,7 @@ def test_ci_builds_are_deterministic_and_compact(sample_repo: Path, tmp_path: Pa
     assert first == second and first["chunks"] and first["memories"]
     for root in (one, two):
         store = Engine(root, None, env={}).open_store()
-        tables = (store.lance.chunks, store.lance.files, store.lance.memories, store.lance.events)
+        tables = [store.table(n) for n in ("chunks", "files", "memories", "events")]
         assert [len(t.list_versions()) for t in tables] == [1, 1, 1, 1]
         assert not (root / ".memserver/state.json").exists()
 

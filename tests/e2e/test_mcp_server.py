@@ -18,8 +18,8 @@ from tests.conftest import SAMPLE, write_tree
 
 pytestmark = pytest.mark.anyio
 WAIT = 30  # seconds: the first call in a process waits for the stores to import and load
-EVIDENCE_KEYS = {"id", "path", "start_line", "end_line", "symbol", "kind", "language", "text",
-                 "score", "routes", "memory_ids"}  # fmt: skip
+EVIDENCE_KEYS = {"id", "path", "start_line", "end_line", "symbol", "kind", "text"}
+EXPLAINED_KEYS = {*EVIDENCE_KEYS, "language", "score", "tokens", "routes", "memory_ids"}
 
 
 def server_for(root: Path) -> Any:
@@ -52,7 +52,7 @@ async def test_tools_list_shows_schemas_and_annotations(indexed_repo: Path, mode
     props = rec.input_schema["properties"]
     assert rec.input_schema["required"] == ["query"]
     assert set(props) == {"query", "budget_tokens", "paths", "languages", "kinds",
-                          "include_memories", "scope"}  # fmt: skip
+                          "include_memories", "scope", "explain", "format"}  # fmt: skip
     assert tools["remember"].input_schema["required"] == ["text"]
     assert set(tools["attribute"].input_schema["required"]) == {"answer", "evidence_ids"}
     assert {"forgotten", "stale_marked"} <= set(tools["forget"].output_schema["properties"])
@@ -69,7 +69,8 @@ async def test_recall_returns_structured_evidence_within_budget(indexed_repo: Pa
     async with Client(server_for(indexed_repo)) as client:
         result = await recall(client, query="RetryPolicy delays backoff", budget_tokens=512)
         scoped = await recall(client, query="register routes", paths=["web/**"])
-        python = await recall(client, query="settings", languages=["python"], kinds=["function"])
+        python = await recall(client, query="settings", languages=["python"], kinds=["function"],
+                              explain=True)  # fmt: skip
     assert not result.is_error
     pack = result.structured_content
     assert pack["tokens"] <= 512 and isinstance(pack["truncated"], bool)
@@ -78,11 +79,33 @@ async def test_recall_returns_structured_evidence_within_budget(indexed_repo: Pa
         assert set(item) >= EVIDENCE_KEYS
         lines = (indexed_repo / item["path"]).read_text().splitlines()
         assert item["text"] == "\n".join(lines[item["start_line"] - 1 : item["end_line"]])
-    assert json.loads(result.content[0].text)["evidence"][0]["id"] == pack["evidence"][0]["id"]
+    first = pack["evidence"][0]
+    text = result.content[0].text  # what the agent reads: compact, within the same budget
+    assert text.startswith("found: ") and f"## {first['path']}:{first['start_line']}-" in text
+    from memserver.tokens import default_counter
+
+    assert default_counter().count(text) <= 512
+    assert all(set(e) >= EXPLAINED_KEYS for e in python.structured_content["evidence"])
     assert {e["path"] for e in scoped.structured_content["evidence"]} == {"web/app.js"}
     evidence = python.structured_content["evidence"]
     assert evidence and all(e["language"] == "python" for e in evidence)
     assert all(e["kind"] == "function" for e in evidence)
+
+
+async def test_recall_as_a_map_names_files_and_places_within_budget(indexed_repo: Path) -> None:
+    async with Client(server_for(indexed_repo)) as client:
+        result = await recall(client, query="RetryPolicy delays backoff", format="map")
+        bad = await recall(client, query="retry", format="tree")
+    assert not result.is_error
+    pack = result.structured_content
+    assert not pack.get("evidence") and pack["files"]
+    top = pack["files"][0]
+    assert top["path"] == "src/http_client.py" and top["places"]
+    lines = (indexed_repo / top["path"]).read_text().splitlines()
+    for start, end, first in top["places"]:
+        assert isinstance(first, str) and 1 <= int(start) <= int(end) <= len(lines)
+    assert top["path"] in result.content[0].text
+    assert "format" in error_text(bad)
 
 
 BAD_CALLS = {
@@ -174,7 +197,8 @@ async def test_status_tool_and_resources(indexed_repo: Path) -> None:
 
 async def test_memory_resource_reads_a_cited_memory(indexed_repo: Path) -> None:
     async with Client(server_for(indexed_repo)) as client:
-        pack = (await recall(client, query="load the JSON settings file")).structured_content
+        pack = (await recall(client, query="load the JSON settings file", explain=True)
+                ).structured_content  # fmt: skip
         memory_ids = [m for e in pack["evidence"] for m in e["memory_ids"]]
         if not memory_ids:
             pytest.skip("the distiller wrote no memory for this corpus")

@@ -32,7 +32,7 @@ SERVE = (
     "from memserver.server.cli_command import serve_command; "
     "serve_command()(prog_name='memserver serve')"
 )
-TOKEN = "test-token-0123456789"
+TOKEN = "test-token-" + "0123456789" * 3  # 32 or more characters, as every token must be
 WAIT = 60  # seconds: process start plus the first engine load, on a busy 2-core runner
 QUERY = {"query": "send a request again with backoff"}
 TOOLS = {"recall", "remember", "attribute", "forget", "status"}

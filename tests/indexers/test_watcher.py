@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -57,8 +59,13 @@ def watched(tmp_path: Path):
     watcher.stop()
 
 
-def settle(watcher) -> None:
-    time.sleep(0.4)  # let the events arrive
+@contextmanager
+def settling(watcher) -> Iterator[None]:
+    """Make changes inside; on leaving, wait for their first file event (bounded), then for
+    the watcher to go idle: no clock decides when the changes arrived."""
+    seen = watcher.events
+    yield
+    assert watcher.wait_for_events(seen, 30), "no file event arrived"
     assert watcher.wait_idle(60), "the watcher did not settle"
 
 
@@ -70,29 +77,29 @@ def test_edits_renames_deletes_and_moves_end_like_a_clean_index(watched, tmp_pat
     root, engine, watcher, _, _ = watched
     mod = root / "pkg0" / "mod_0.py"
 
-    mod.write_text(mod.read_text() + "\n\ndef added_later():\n    return 'fresh'\n")
-    settle(watcher)
+    with settling(watcher):
+        mod.write_text(mod.read_text() + "\n\ndef added_later():\n    return 'fresh'\n")
     same_as_clean(root, engine, tmp_path)
     hits = engine.recaller(rerank=False).recall("added_later", k=3).evidence
     assert hits and hits[0].path == "pkg0/mod_0.py"
 
     # save-by-rename, the way many editors write, with their temporary and backup files
-    tmp = root / "pkg1" / "mod_1.py.tmp"
-    write_module(tmp, 1, salt="_saved")
-    os.replace(tmp, root / "pkg1" / "mod_1.py")
-    (root / "pkg1" / "mod_1.py~").write_text("old contents\n")
-    (root / "pkg1" / ".mod_1.py.swp").write_bytes(b"b0VIM 9.0\x00\x00swap")
-    (root / "pkg1" / "#mod_1.py#").write_text("auto-save\n")
-    settle(watcher)
+    with settling(watcher):
+        tmp = root / "pkg1" / "mod_1.py.tmp"
+        write_module(tmp, 1, salt="_saved")
+        os.replace(tmp, root / "pkg1" / "mod_1.py")
+        (root / "pkg1" / "mod_1.py~").write_text("old contents\n")
+        (root / "pkg1" / ".mod_1.py.swp").write_bytes(b"b0VIM 9.0\x00\x00swap")
+        (root / "pkg1" / "#mod_1.py#").write_text("auto-save\n")
     state = snapshot(root, engine.index_dir)
     assert not any("~" in p or "#" in p or p.endswith(".swp") for p in state["manifest"])
     same_as_clean(root, engine, tmp_path)
 
-    (root / "pkg2" / "mod_2.py").unlink()
-    shutil.move(root / "pkg1", root / "renamed")  # a folder move: one event for many files
-    shutil.rmtree(root / "pkg0")
-    write_module(root / "new" / "deep" / "fresh.py", 99)
-    settle(watcher)
+    with settling(watcher):
+        (root / "pkg2" / "mod_2.py").unlink()
+        shutil.move(root / "pkg1", root / "renamed")  # a folder move: one event for many files
+        shutil.rmtree(root / "pkg0")
+        write_module(root / "new" / "deep" / "fresh.py", 99)
     same_as_clean(root, engine, tmp_path)
     manifest = snapshot(root, engine.index_dir)["manifest"]
     assert "renamed/mod_1.py" in manifest and not any(p.startswith("pkg0/") for p in manifest)
@@ -100,42 +107,47 @@ def test_edits_renames_deletes_and_moves_end_like_a_clean_index(watched, tmp_pat
 
 def test_a_branch_switch_and_ignore_rules(watched, tmp_path: Path) -> None:
     root, engine, watcher, _, git = watched
-    subprocess.run([*git, "checkout", "-qb", "feature"], check=True)
-    for i in range(300):  # hundreds of files at once
-        write_module(root / f"feat{i % 10}" / f"f_{i}.py", 1000 + i)
-    for i in range(0, 12, 2):
-        write_module(root / f"pkg{i % 3}" / f"mod_{i}.py", i, salt="_feature")
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "feature"], check=True)
-    settle(watcher)
+    with settling(watcher):
+        subprocess.run([*git, "checkout", "-qb", "feature"], check=True)
+        for i in range(300):  # hundreds of files at once
+            write_module(root / f"feat{i % 10}" / f"f_{i}.py", 1000 + i)
+        for i in range(0, 12, 2):
+            write_module(root / f"pkg{i % 3}" / f"mod_{i}.py", i, salt="_feature")
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "feature"], check=True)
     same_as_clean(root, engine, tmp_path)
     meta = Engine(root, env=ENV).open_store().meta
     assert meta.git_branch == "feature"
 
-    subprocess.run([*git, "checkout", "-q", "main"], check=True)  # back: the feature files go
-    settle(watcher)
+    with settling(watcher):  # back: the feature files go
+        subprocess.run([*git, "checkout", "-q", "main"], check=True)
     same_as_clean(root, engine, tmp_path)
     assert Engine(root, env=ENV).open_store().meta.git_branch == "main"
 
-    (root / ".gitignore").write_text("pkg2/\n")  # rules change: the whole tree is looked at
-    settle(watcher)
+    with settling(watcher):  # rules change: the whole tree is looked at
+        (root / ".gitignore").write_text("pkg2/\n")
     manifest = snapshot(root, engine.index_dir)["manifest"]
     assert not any(p.startswith("pkg2/") for p in manifest)
     same_as_clean(root, engine, tmp_path)
-    write_module(root / "pkg2" / "ignored.py", 5)  # an ignored file changes: nothing to do
-    settle(watcher)
+    with settling(watcher):  # an ignored file changes: nothing to do
+        write_module(root / "pkg2" / "ignored.py", 5)
     assert "pkg2/ignored.py" not in snapshot(root, engine.index_dir)["manifest"]
 
 
 def test_the_index_folder_is_never_watched(watched) -> None:
+    """Writing to the index folder (as every batch does) queues nothing: after a write there
+    and a write to a watched file, the next batch holds the watched file alone. Events of one
+    inotify descriptor arrive in order, so one from the index folder would have come first."""
     root, engine, watcher, live, _ = watched
     assert engine.index_dir.name not in watcher._watches and ".git" not in watcher._watches
-    write_module(root / "pkg0" / "mod_0.py", 0, salt="_once")
-    settle(watcher)
+    with settling(watcher):
+        write_module(root / "pkg0" / "mod_0.py", 0, salt="_once")
     batches = watcher.batches
-    time.sleep(1.5)  # the batch wrote to the index: that must not start another one
-    assert watcher.batches == batches
-    assert live.batches == batches
+    with settling(watcher):
+        (engine.index_dir / "scratch.txt").write_text("the index is written to\n")
+        write_module(root / "pkg1" / "sentinel.py", 7)
+    assert watcher.batches == batches + 1 == live.batches
+    assert watcher.last_batch is not None and watcher.last_batch.paths == {"pkg1/sentinel.py"}
 
 
 def test_changes_made_during_a_batch_are_not_lost(watched, tmp_path: Path) -> None:
@@ -143,6 +155,7 @@ def test_changes_made_during_a_batch_are_not_lost(watched, tmp_path: Path) -> No
     rng = random.Random(3)
     stop = threading.Event()
     written: list[str] = []
+    batches = watcher.batches
 
     def storm() -> None:  # keep writing while batches run, until told to stop
         n = 0
@@ -153,15 +166,18 @@ def test_changes_made_during_a_batch_are_not_lost(watched, tmp_path: Path) -> No
                 (root / "storm" / f"s_{rng.randrange(40)}.py").unlink(missing_ok=True)
             written.append(str(i))
             n += 1
-            time.sleep(0.005)
+            stop.wait(0.005)  # a writer, not a clock: how fast it writes does not matter
 
-    thread = threading.Thread(target=storm)
-    thread.start()
-    time.sleep(3.0)
-    stop.set()
-    thread.join()
-    settle(watcher)
-    assert len(written) > 100 and watcher.batches > 1
+    with settling(watcher):
+        thread = threading.Thread(target=storm)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while watcher.batches < batches + 3 or len(written) < 100:  # writes span batches
+            assert time.monotonic() < deadline, "the watcher did not take batches"
+            watcher.wait_for_events(watcher.events, 1)
+        stop.set()
+        thread.join()
+    assert len(written) >= 100 and watcher.batches >= batches + 3
     same_as_clean(root, engine, tmp_path)
 
 
@@ -187,18 +203,20 @@ def test_change_queue_coalesces_and_keeps_what_comes_during_a_batch() -> None:
 
 
 def test_a_steady_stream_still_gets_indexed_within_max_delay() -> None:
+    """A path changing again and again is never quiet for the debounce: the batch comes
+    after max_delay all the same, while the stream goes on (it stops only once the batch is
+    taken, so only max_delay can have let it out)."""
     q = ChangeQueue(debounce=0.2, max_delay=0.3)
-    stop = threading.Event()
-    started = time.monotonic()
+    stop, taken = threading.Event(), threading.Event()
 
     def keep_writing() -> None:
-        while time.monotonic() - started < 1.0:
+        while not taken.is_set():
             q.add("busy.py")
-            time.sleep(0.05)  # never quiet for the debounce
+            taken.wait(0.05)  # more often than the debounce
 
     thread = threading.Thread(target=keep_writing)
     thread.start()
     batch = q.take(stop)
-    still_writing = thread.is_alive()
+    taken.set()
     thread.join()
-    assert batch is not None and still_writing  # it did not wait for the stream to end
+    assert batch is not None and batch.paths == {"busy.py"} and batch.events >= 2

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from memserver.core.requests import Note
 from memserver.memory.consolidate import Consolidator
-from memserver.memory.service import Note
-from memserver.store.bm25 import query_terms
+from memserver.text.terms import query_terms
 
 DAY = [datetime(2024, m, 1, tzinfo=UTC) for m in (1, 2, 3)]
 
@@ -45,13 +45,13 @@ def test_duplicates_merge_contradictions_close_and_nothing_crosses_scopes(engine
     dry = Consolidator(store).run(dry_run=True)
     assert _active_texts(engine.open_store()) == before  # a dry run changes nothing
     report = Consolidator(store).run()
-    assert report["abstractions"] == dry["abstractions"]
-    [merged] = report["abstractions"]
+    assert report.abstractions == dry.abstractions
+    [merged] = report.abstractions
     assert merged["text"] == "The deploy script lives in ops/deploy.sh."
     assert len(merged["members"]) == 2  # dana's copy is in another scope
-    [closed] = report["contradictions"]
+    [closed] = report.contradictions
     assert "5433" in closed["older_text"] and "6543" in closed["newer_text"]
-    assert report["active_after"] == report["active_before"] - 2 + 1 - 1  # merged; closed
+    assert report.active_after == report.active_before - 2 + 1 - 1  # merged; closed
     fresh = engine.open_store()
     members = fresh.memories.get(merged["members"])
     assert {m.status for m in members.values()} == {"superseded"}
@@ -60,14 +60,13 @@ def test_duplicates_merge_contradictions_close_and_nothing_crosses_scopes(engine
     assert set(abstraction.source_ids) >= {s for m in members.values() for s in m.source_ids}
     older = fresh.memories.get([closed["older"]])[closed["older"]]
     assert older.status == "superseded"
-    ids = {i for i, _ in fresh.bm25.search(query_terms("deploy script"), 20, "memory")}
+    ids = {i for i, _ in fresh.keyword.search(query_terms("deploy script"), 20, "memory")}
     assert merged["id"] in ids and not ids & set(merged["members"])
-    from memserver.store.events import EventLog
 
-    ops = [e["op"] for e in EventLog(fresh.lance.events).of(merged["id"])]
+    ops = [e.op for e in fresh.events.of(merged["id"])]
     assert ops == ["consolidate"]
     again = Consolidator(fresh).run()  # idempotent
-    assert (again["abstractions"], again["contradictions"]) == ([], [])
+    assert (again.abstractions, again.contradictions) == ([], [])
     recall = engine.recaller().recall("where is the deploy script", k=10)
     assert any(merged["id"] in e.memory_ids for e in recall.evidence)
 
@@ -85,12 +84,12 @@ def test_an_interrupted_run_is_finished_by_the_next(engine, monkeypatch) -> None
     monkeypatch.undo()
     fresh = engine.open_store()
     assert fresh.dirty  # the marker stays for the next run
-    [abstraction] = fresh.memories.consolidation_table("consolidate-v1").to_pylist()
-    members = abstraction["derived_from"]
+    [(abstraction, _, _)], _ = fresh.memories.for_consolidation("consolidate-v1")
+    members = list(abstraction.derived_from)
     assert {m.status for m in fresh.memories.get(members).values()} == {"active"}
     report = Consolidator(fresh).run()
-    assert report["repaired"] == 2 and report["abstractions"] == []
+    assert report.repaired == 2 and report.abstractions == []
     assert {m.status for m in fresh.memories.get(members).values()} == {"superseded"}
     assert not fresh.needs_reconcile()
-    found = {i for i, _ in fresh.bm25.search(query_terms("deploy script"), 20, "memory")}
-    assert abstraction["id"] in found and not found & set(members)
+    found = {i for i, _ in fresh.keyword.search(query_terms("deploy script"), 20, "memory")}
+    assert abstraction.id in found and not found & set(members)

@@ -6,9 +6,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memserver.core.requests import Note
 from memserver.engine import Engine
 from memserver.eval.locomo import auroc, normalise_evidence, run, session_time, turns
-from memserver.memory.service import Note
 
 CONVERSATION = {
     "speaker_a": "Ana",
@@ -66,7 +66,7 @@ def test_a_batch_remembers_each_turn_on_its_own(tmp_path: Path) -> None:
     assert [r.duplicate for r in results] == [False] * 5 + [True]
     assert results[-1].note_id == results[0].note_id
     assert results[2].note_id != results[4].note_id  # "Yes!" twice: two turns
-    chunks = svc.store.lance.get_chunks([r.note_id for r in results[:5]])
+    chunks = svc.store.chunks.get([r.note_id for r in results[:5]])
     assert {c.symbol for c, _ in chunks.values()} == {"D1:1", "D1:2", "D1:3", "D2:1", "D2:2"}
     assert all(c.origin == "turn" and embedded for c, embedded in chunks.values())
     first = svc.store.memories.get(results[0].memory_ids)
@@ -74,7 +74,7 @@ def test_a_batch_remembers_each_turn_on_its_own(tmp_path: Path) -> None:
     assert all(m.entities[0] == "Ana" for m in first.values())  # the speaker, for every one
     again = svc.remember_many(notes)
     assert all(r.duplicate for r in again)
-    assert svc.events.count() == 5  # one "add" per stored turn; duplicates log nothing
+    assert svc.store.events.count() == 5  # one "add" per stored turn; duplicates log nothing
 
 
 def test_the_locomo_harness_scores_a_small_conversation(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_a_jsonl_conversation_is_remembered_from_the_command_line(tmp_path: Path
     assert (out["turns"], out["stored"], out["redactions"]) == (2, 2, 1)
     assert (repeat["stored"], repeat["duplicates"]) == (0, 2)
     engine = Engine(root, None, env={})
-    chunks = engine.open_store().lance.get_chunks(out["turn_ids"])
+    chunks = engine.open_store().chunks.get(out["turn_ids"])
     assert sorted(c.symbol for c, _ in chunks.values()) == ["T2", "t1"]
     assert all("a1B2c3D4e5" not in c.text for c, _ in chunks.values())
     bad = tmp_path / "bad.jsonl"
@@ -154,8 +154,8 @@ def test_low_information_turns_are_scored_low_dropped_and_counted(tmp_path: Path
     notes = [Note(t, event_time=datetime(2024, 1, 1, tzinfo=UTC), turn_id=f"T{i}",
                   scope=(("session", "s"),)) for i, t in enumerate(texts)]  # fmt: skip
     out = svc.remember_conversation(notes)
-    assert out["discarded_turns"] == ["T2"] and out["stored"] == 3
-    assert out["discard_rate"] == 0.25 and out["warning"] == ""
+    assert out.discarded_turns == ["T2"] and out.stored == 3
+    assert out.discard_rate == 0.25 and out.warning == ""
     chatter = [Note("Ben: Haha, nice!", turn_id=f"C{i}") for i in range(10)]
     noisy = svc.remember_conversation(chatter)
-    assert noisy["discard_rate"] == 0.9 and "lower the threshold" in noisy["warning"]
+    assert noisy.discard_rate == 0.9 and "lower the threshold" in noisy.warning

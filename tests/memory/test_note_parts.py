@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from memserver.eval.scrub import run, source_lines
-from memserver.memory.atomic import atomise, entities, sentences
+from memserver.memory.atomic import atomise
 from memserver.memory.codeblocks import split_code
-from memserver.memory.scrub import Scrubber
-from memserver.memory.timeexpr import resolve_relative
+from memserver.text.secrets import Scrubber
+from memserver.text.sentences import entities, sentences
+from memserver.text.timeexpr import resolve_relative
 
 PROJECT = Path(__file__).resolve().parents[2]
 

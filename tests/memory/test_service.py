@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memserver.core.errors import ConfigError
-from memserver.memory.service import Note, check_scope, parse_event_time
-from memserver.retrieve.arms import Filters
-from memserver.store.bm25 import query_terms
-from memserver.store.events import EventLog
+from memserver.core.errors import BadRequest
+from memserver.core.requests import Filters, Note, check_scope, parse_event_time
+from memserver.text.terms import query_terms
 
 SECRET = "ghp_" + "Q7dL2xVb9TmK4pWc8RnZ3fHs6YjA1gEu5iOk"
 
@@ -43,8 +41,8 @@ def test_a_note_is_stored_searchable_and_idempotent(repo) -> None:
     )  # fmt: skip
     assert first.redactions == 1 and first.memory_ids and len(first.code_blocks) == 1
     store = engine.open_store()
-    note, _ = store.lance.get_chunks([first.note_id])[first.note_id]
-    block, _ = store.lance.get_chunks(first.code_blocks)[first.code_blocks[0]]
+    note, _ = store.chunks.get([first.note_id])[first.note_id]
+    block, _ = store.chunks.get(first.code_blocks)[first.code_blocks[0]]
     assert note.origin == "note" and block.origin == "code_block"
     assert block.text == "send_with_retry(s, r, RetryPolicy(attempts=3))"  # raw
     assert SECRET not in note.text and "[REDACTED:token]" in note.text
@@ -52,12 +50,12 @@ def test_a_note_is_stored_searchable_and_idempotent(repo) -> None:
     for m in memories.values():
         assert m.source_ids[0] == first.note_id and SECRET not in m.text
     # the memory cites the code it names
-    sender = [c for c, _ in store.lance.get_chunks(first.cites).values()]
+    sender = [c for c, _ in store.chunks.get(first.cites).values()]
     assert any(c.symbol == "send_with_retry" for c in sender)
-    events = EventLog(store.lance.events).of(first.note_id)
-    assert [e["op"] for e in events] == ["add"] and SECRET not in events[0]["after"]
+    events = store.events.of(first.note_id)
+    assert [e.op for e in events] == ["add"] and SECRET not in events[0].after
     assert first.note_id in _recall_ids(engine, "how many attempts before send_with_retry gives up")
-    assert not store.bm25.search(query_terms(SECRET)[:1], 10, "chunk")  # the whole token
+    assert not store.keyword.search(query_terms(SECRET)[:1], 10, "chunk")  # the whole token
 
 
 def test_a_note_about_code_goes_stale_when_that_code_changes(repo) -> None:
@@ -87,19 +85,19 @@ def test_forget_removes_a_note_from_every_arm_and_erases_its_text(repo) -> None:
     out = svc.forget([r.note_id], reason="wrong", erase=True)
     assert set(out.forgotten) >= {r.note_id, *r.memory_ids}
     store = engine.open_store()
-    assert not store.bm25.search(query_terms("zebracorn"), 10, "chunk")
-    assert not store.bm25.search(query_terms("zebracorn"), 10, "memory")
+    assert not store.keyword.search(query_terms("zebracorn"), 10, "chunk")
+    assert not store.keyword.search(query_terms("zebracorn"), 10, "memory")
     recaller = engine.recaller()
     for query in ("zebracorn cache flush", "ZebracornCache.flush", "flush it nightly"):
         result = recaller.recall(query, k=50)
         assert all("ebracorn" not in e.text for e in result.evidence)
-    note, _ = store.lance.get_chunks([r.note_id])[r.note_id]
+    note, _ = store.chunks.get([r.note_id])[r.note_id]
     assert note.text == ""
     assert all(m.text == "" and m.status == "forgotten"
                for m in store.memories.get(r.memory_ids).values())  # fmt: skip
-    events = EventLog(store.lance.events).of(r.note_id)
-    assert [e["op"] for e in events] == ["add", "forget"]
-    assert all("ebracorn" not in (e["before"] + e["after"]) for e in events)
+    events = store.events.of(r.note_id)
+    assert [e.op for e in events] == ["add", "forget"]
+    assert all("ebracorn" not in (e.before + e.after) for e in events)
     again = svc.remember(
         Note("The zebracorn cache lives in `ZebracornCache.flush`; flush it nightly.")
     )
@@ -115,7 +113,7 @@ def test_forget_a_path_keeps_it_out_and_marks_citing_notes_stale(repo) -> None:
     assert all(not i.startswith("c_") or i not in _recall_ids(engine, "registerRoutes health")
                for i in out.forgotten)  # fmt: skip
     report = engine.index()
-    assert "web/app.js" not in engine.open_store().lance.manifest()
+    assert "web/app.js" not in engine.open_store().files.read()
     assert report.files_indexed == 0
     hits = engine.recaller().recall("registerRoutes health users", k=20).evidence
     assert all(e.path != "web/app.js" for e in hits)
@@ -126,18 +124,18 @@ def test_forget_a_path_keeps_it_out_and_marks_citing_notes_stale(repo) -> None:
 def test_forget_rejects_unknown_ids_and_code_chunks(repo) -> None:
     _root, engine = repo
     svc = engine.memory_service()
-    with pytest.raises(ConfigError, match="unknown id"):
+    with pytest.raises(BadRequest, match="unknown id"):
         svc.forget(["m_" + "0" * 32])
     code = next(
         c
         for c, _ in engine.open_store()
-        .lance.get_chunks(list(engine.open_store().lance.manifest()["src/config.py"].chunk_ids))
+        .chunks.get(list(engine.open_store().files.read()["src/config.py"].chunk_ids))
         .values()
     )
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(BadRequest) as err:
         svc.forget([code.id])
     assert "src/config.py" in err.value.hint
-    with pytest.raises(ConfigError):
+    with pytest.raises(BadRequest):
         svc.forget()
 
 
@@ -163,15 +161,15 @@ def test_scopes_fail_closed(repo) -> None:
 def test_inputs_are_checked(repo) -> None:
     _root, engine = repo
     svc = engine.memory_service()
-    with pytest.raises(ConfigError, match="empty"):
+    with pytest.raises(BadRequest, match="empty"):
         svc.remember(Note("   "))
-    with pytest.raises(ConfigError, match="over the"):
+    with pytest.raises(BadRequest, match="over the"):
         svc.remember(Note("x" * 300_000))
-    with pytest.raises(ConfigError, match="unknown kind"):
+    with pytest.raises(BadRequest, match="unknown kind"):
         svc.remember(Note("hello there", kind="gossip"))
-    with pytest.raises(ConfigError, match="scope key"):
+    with pytest.raises(BadRequest, match="scope key"):
         check_scope({"team": "a"})
-    with pytest.raises(ConfigError, match="ISO-8601"):
+    with pytest.raises(BadRequest, match="ISO-8601"):
         parse_event_time("last tuesday-ish")
     assert parse_event_time("2024-03-01").tzinfo is not None
 
@@ -184,7 +182,7 @@ def test_an_interrupted_remember_is_repaired_on_the_next_run(repo, monkeypatch) 
     def boom(*_a, **_k):
         raise RuntimeError("power cut")
 
-    monkeypatch.setattr(store.bm25, "add", boom)
+    monkeypatch.setattr(store.keyword, "add", boom)
     with pytest.raises(RuntimeError):
         svc.remember(Note("The wombat queue drains every 5 minutes."))
     monkeypatch.undo()
@@ -193,7 +191,7 @@ def test_an_interrupted_remember_is_repaired_on_the_next_run(repo, monkeypatch) 
     assert report.repaired >= 1
     fresh = engine.open_store()
     assert not fresh.needs_reconcile()
-    assert fresh.bm25.search(query_terms("wombat queue"), 5, "chunk")
+    assert fresh.keyword.search(query_terms("wombat queue"), 5, "chunk")
 
 
 def test_a_forgotten_code_memory_stays_forgotten_when_its_chunk_comes_back(repo) -> None:
@@ -201,7 +199,7 @@ def test_a_forgotten_code_memory_stays_forgotten_when_its_chunk_comes_back(repo)
     return to search, except one that was forgotten."""
     root, engine = repo
     store = engine.open_store()
-    chunk_ids = store.lance.manifest()["src/config.py"].chunk_ids
+    chunk_ids = store.files.read()["src/config.py"].chunk_ids
     by_chunk = store.memories.about(list(chunk_ids))[0]
     (mid, (_, origin)), *_ = sorted(by_chunk.items())
     siblings = sorted(m for m, (_, o) in by_chunk.items() if m != mid)
@@ -216,6 +214,6 @@ def test_a_forgotten_code_memory_stays_forgotten_when_its_chunk_comes_back(repo)
     got = store.memories.get([mid, *siblings])
     assert got[mid].status == "forgotten"
     assert all(got[m].status == "active" for m in siblings)
-    in_search = store.bm25.all_ids("memory")
+    in_search = store.keyword.all_ids("memory")
     assert mid not in in_search and set(siblings) <= in_search
-    assert origin in store.lance.manifest()["src/config.py"].chunk_ids
+    assert origin in store.files.read()["src/config.py"].chunk_ids

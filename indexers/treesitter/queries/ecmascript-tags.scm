@@ -1,0 +1,142 @@
+; Tags shared by JavaScript and TypeScript (see python-tags.scm for the capture convention);
+; javascript-tags.scm and typescript-tags.scm pull them in with `; inherits: ecmascript-tags`.
+
+; --- definitions ----------------------------------------------------------------------------
+
+(function_declaration name: (identifier) @name) @definition.function
+(generator_function_declaration name: (identifier) @name) @definition.function
+(method_definition
+  name: [(property_identifier) (private_property_identifier)] @name) @definition.method
+
+(lexical_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function) (function_expression) (generator_function)])) @definition.function
+(variable_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function) (function_expression) (generator_function)])) @definition.function
+(lexical_declaration
+  (variable_declarator name: (identifier) @name value: (class))) @definition.class
+
+; Model.prototype.save = function () {…}, exports.parse = (s) => …
+(expression_statement
+  (assignment_expression
+    left: (member_expression) @name
+    right: [(arrow_function) (function_expression) (generator_function)])) @definition.function
+
+; { save() {…}, load: function () {…} }
+(pair
+  key: [(property_identifier) (string)] @name
+  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
+
+; module-level variables (not the ones a require() binds: those are imports)
+(program
+  (lexical_declaration
+    (variable_declarator
+      name: (identifier) @name
+      value: (new_expression constructor: (_) @declared.type))) @definition.variable)
+(program
+  [(lexical_declaration (variable_declarator name: (identifier) @name value: (_)? @_value))
+   (variable_declaration (variable_declarator name: (identifier) @name value: (_)? @_value))]
+  @definition.variable
+  (#not-match? @_value "^require[(]"))
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      (variable_declarator name: (identifier) @name)) @definition.variable))
+
+; this.x = … in a method declares a field of its class
+(assignment_expression
+  left: (member_expression object: (this) property: (property_identifier) @name)
+  right: (new_expression constructor: (_) @declared.type)) @definition.field
+(assignment_expression
+  left: (member_expression object: (this) property: (property_identifier) @name)
+  right: (identifier) @declared.from) @definition.field
+(assignment_expression
+  left: (member_expression object: (this) property: (property_identifier) @name)) @definition.field
+
+(return_statement [(new_expression constructor: (_) @returned) (identifier) @returned])
+
+; --- references -------------------------------------------------------------------------------
+
+(call_expression function: (identifier) @reference.call)
+(call_expression
+  function: (member_expression
+    property: [(property_identifier) (private_property_identifier)] @member.call))
+(call_expression
+  function: (member_expression
+    object: (new_expression constructor: (_) @receiver.type) @qualifier
+    property: (property_identifier) @name)) @reference.call
+(new_expression constructor: (identifier) @reference.call)
+(new_expression constructor: (member_expression property: (property_identifier) @member.call))
+
+(identifier) @reference.other
+(shorthand_property_identifier) @reference.other
+(member_expression
+  property: [(property_identifier) (private_property_identifier)] @member.other)
+
+(import_specifier [(identifier) (string)] @ignore)
+(expression_statement
+  (assignment_expression
+    left: (member_expression property: (property_identifier) @ignore)
+    right: [(arrow_function) (function_expression) (generator_function)]))
+(namespace_import (identifier) @ignore)
+(import_clause (identifier) @ignore)
+(export_specifier [(identifier) (string)] @ignore)
+(assignment_expression
+  left: (member_expression object: (this) property: (property_identifier) @ignore))
+
+; --- imports ------------------------------------------------------------------------------------
+
+(import_statement
+  (import_clause
+    (named_imports
+      (import_specifier name: (_) @import.name alias: (_)? @import.alias)))
+  source: (string) @import.module) @import
+(import_statement
+  (import_clause (namespace_import (identifier) @import.alias))
+  source: (string) @import.module) @import
+(import_statement
+  (import_clause (identifier) @import.name)
+  source: (string) @import.module) @import
+(export_statement
+  (export_clause (export_specifier name: (_) @import.name alias: (_)? @import.alias))
+  source: (string) @import.module) @import
+(export_statement
+  "*" @import.star
+  source: (string) @import.module) @import
+
+; const x = require("./x"), const { a, b: c } = require("./x")
+(variable_declarator
+  name: (identifier) @import.alias
+  value: (call_expression
+    function: (identifier) @_require
+    arguments: (arguments . (string) @import.module))
+  (#eq? @_require "require")) @import
+(variable_declarator
+  name: (object_pattern
+    [(shorthand_property_identifier_pattern) @import.name
+     (pair_pattern key: (_) @import.name value: (identifier) @import.alias)])
+  value: (call_expression
+    function: (identifier) @_require
+    arguments: (arguments . (string) @import.module))
+  (#eq? @_require "require")) @import
+
+; --- locals ---------------------------------------------------------------------------------------
+
+(variable_declarator name: (identifier) @local.definition)
+(variable_declarator
+  name: (identifier) @local.definition
+  value: (new_expression constructor: (_) @local.type))
+(variable_declarator
+  name: (identifier) @local.definition
+  value: (call_expression function: (_) @local.type))
+(variable_declarator
+  name: (object_pattern (shorthand_property_identifier_pattern) @local.definition))
+(variable_declarator
+  name: (array_pattern (identifier) @local.definition))
+(for_in_statement left: (identifier) @local.definition)
+(for_in_statement left: (identifier) @local.definition right: (_) @local.iterable)
+(catch_clause parameter: (identifier) @local.definition)
+[(arrow_function) (function_expression) (generator_function)] @local.scope

@@ -1,0 +1,74 @@
+; Tags for TypeScript (see python-tags.scm for the capture convention); tsx-tags.scm adds JSX.
+; inherits: ecmascript-tags
+
+(class_declaration name: (type_identifier) @name) @definition.class
+(abstract_class_declaration name: (type_identifier) @name) @definition.class
+(interface_declaration name: (type_identifier) @name) @definition.interface
+(enum_declaration name: (identifier) @name) @definition.enum
+(type_alias_declaration name: (type_identifier) @name) @definition.type
+(internal_module name: [(identifier) (nested_identifier)] @name) @definition.module
+(function_signature name: (identifier) @name) @definition.function @declaration
+(method_signature name: [(property_identifier) (private_property_identifier)] @name)
+  @definition.method @declaration
+(abstract_method_signature
+  name: [(property_identifier) (private_property_identifier)] @name) @definition.method @declaration
+(public_field_definition
+  name: [(property_identifier) (private_property_identifier)] @name
+  value: [(arrow_function) (function_expression)]) @definition.method
+(public_field_definition
+  name: [(property_identifier) (private_property_identifier)] @name
+  type: (type_annotation (_) @declared.type)?) @definition.field
+(property_signature
+  name: (property_identifier) @name
+  type: (type_annotation (_) @declared.type)?) @definition.field
+
+; declared types: return types, parameter properties (constructor(private c: Client))
+(function_declaration
+  name: (identifier) @annotated
+  return_type: (type_annotation (_) @declared.type))
+(method_definition
+  name: (property_identifier) @annotated
+  return_type: (type_annotation (_) @declared.type))
+(method_signature
+  name: (property_identifier) @annotated
+  return_type: (type_annotation (_) @declared.type))
+(required_parameter
+  (accessibility_modifier)
+  pattern: (identifier) @name
+  type: (type_annotation (_) @declared.type)) @definition.field
+
+; --- references ---------------------------------------------------------------------------------
+
+(extends_clause
+  value: [(identifier) @name
+          (member_expression object: (_) @qualifier property: (property_identifier) @name)]
+  @reference.inherit)
+(implements_clause
+  [(type_identifier) @name
+   (generic_type name: (type_identifier) @name)
+   (nested_type_identifier module: (_) @qualifier name: (type_identifier) @name)]
+  @reference.inherit)
+(extends_type_clause
+  type: [(type_identifier) @name (generic_type name: (type_identifier) @name)] @reference.inherit)
+(type_identifier) @reference.type
+(nested_type_identifier module: (_) @qualifier name: (type_identifier) @name) @reference.type
+(interface_declaration name: (type_identifier) @ignore)
+(class_declaration name: (type_identifier) @ignore)
+(type_parameter name: (type_identifier) @ignore)
+
+; --- locals -------------------------------------------------------------------------------------
+
+(required_parameter pattern: (identifier) @local.definition)
+(optional_parameter pattern: (identifier) @local.definition)
+(required_parameter
+  pattern: (identifier) @local.definition
+  type: (type_annotation (_) @local.type))
+(optional_parameter
+  pattern: (identifier) @local.definition
+  type: (type_annotation (_) @local.type))
+(required_parameter pattern: (rest_pattern (identifier) @local.definition))
+(required_parameter pattern: (object_pattern (shorthand_property_identifier_pattern) @local.definition))
+(variable_declarator
+  name: (identifier) @local.definition
+  type: (type_annotation (_) @local.type))
+(arrow_function parameter: (identifier) @local.definition)

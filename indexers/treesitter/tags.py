@@ -1,0 +1,803 @@
+"""Tags for the code graph: the definitions, references and imports of one file.
+
+The language's `queries/<stem>-tags.scm` says what is what (its capture convention is at
+the top of python-tags.scm); this module only turns captures into `FileTags`: it nests
+definitions (qualified names as the chunker gives them: "Client.send", Go "Store.Add"),
+finds each reference's enclosing definition, drops bare names bound locally in a function
+(parameters, assignments), and reads imports and the declared package.
+
+`extract_tags` never raises: a file that cannot be parsed has empty tags. It takes an
+already-parsed tree so the chunker's parse can be reused (`parse` makes one).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from indexers.treesitter.definitions import end_line
+from indexers.treesitter.registry import LANGUAGES, grammar, tags_queries
+from memserver.core.graph import CLASS_KINDS, Definition, FileTags, Import, Reference
+
+Node = Any  # tree_sitter.Node
+Tree = Any  # tree_sitter.Tree
+
+_REFERENCE_KINDS = {
+    "call": "call",
+    "inherit": "inherit",
+    "implementation": "inherit",
+    "class": "type",
+    "type": "type",
+    "import": "import",
+}
+# When several patterns capture one name, the most telling kind wins.
+_REFERENCE_ORDER = {"call": 0, "inherit": 1, "import": 2, "type": 3, "other": 4}
+_CONTAINERS = CLASS_KINDS | {"scope"}  # a function directly inside one of these is a method
+_FUNCTIONS = frozenset({"function", "method"})
+_QUOTES = "\"'`<>"
+_COMMENT_MARKS = ("/**", "/*!", "///", "//!", "//", "/*", "*/", "#", "--[[", "--", ";;", "*", "%")
+_MAX_QUALIFIER = 120
+# single-capture roles that may also come with a pattern's other captures
+_FLAT_EXTRAS = frozenset(
+    {"ignore", "ignore.inside", "local.scope", "local.global", "local.constructor", "returned",
+     "package"}
+)  # fmt: skip
+
+
+def parse(text: str, language: str) -> Tree:
+    """A tree-sitter tree of `text` (encoded as UTF-8) for a registered language."""
+    from tree_sitter import Parser
+
+    return Parser(grammar(language).language).parse(text.encode("utf-8", "replace"))
+
+
+def extract_tags(path: str, text: str, language: str, tree: Tree | None = None) -> FileTags:
+    """The file's tags; empty tags when the language is unknown or anything fails.
+
+    `tree`, when given, must be the parse of `text` encoded as UTF-8 (as `parse` makes it).
+    """
+    if language not in LANGUAGES:
+        return FileTags(path, language)
+    try:
+        if tree is None:
+            tree = parse(text, language)
+        if language == "c" and tree.root_node.has_error:  # a `.h` header is often C++
+            retry = parse(text, "cpp")
+            if _errors(retry.root_node) < _errors(tree.root_node):
+                tree, language = retry, "cpp"
+        return _Extractor(path, language, tree.root_node, text).run()
+    except Exception:  # the edge: a grammar or query failure must not stop indexing
+        return FileTags(path, language)
+
+
+def _errors(root: Node) -> int:
+    """How many ERROR and MISSING nodes a tree has (only where the parser flagged errors)."""
+    count, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            count += 1
+        elif node.has_error:
+            stack.extend(node.children)
+    return count
+
+
+@dataclass(slots=True)
+class _Def:
+    node: Node
+    kind: str
+    name_node: Node
+    pattern: int
+    receiver: Node | None = None
+    doc: Node | None = None
+    declared: Node | None = None  # its declared type (or constructor) as written
+    declared_from: Node | None = None  # a local whose type it takes (`self.x = x`)
+    declaration: bool = False  # no body (@declaration)
+
+
+@dataclass(slots=True)
+class _Ref:
+    kind: str
+    name_node: Node
+    qualifier: Node | None
+    node: Node
+    typed: Node | None = None  # the receiver's type as the expression says it
+
+
+class _Extractor:
+    def __init__(self, path: str, language: str, root: Node, text: str) -> None:
+        self.path, self.language, self.root = path, language, root
+        self.source: bytes = root.text or b""
+        self.ascii = self.source.isascii()
+        self.lines = text.split("\n")
+        self.defs: dict[tuple[int, int], _Def] = {}
+        self.refs: dict[tuple[int, int], _Ref] = {}
+        # single-capture references: (name, kind, is a member: qualified by its parent)
+        self.bare: list[tuple[Node, str, bool]] = []
+        self.imports: list[tuple[Node, Node | None, Node | None, Node | None, bool]] = []
+        # (name, its type, what it iterates over): bindings inside functions
+        self.locals: list[tuple[Node, Node | None, Node | None]] = []
+        self.constructor_params: list[Node] = []  # names local to a class's own body
+        self.pending: list[tuple[int, Node]] = []  # (definition index, local it is set from)
+        self.guessed: dict[tuple[int, int], Node] = {}  # name -> a declared type guess
+        self.decorators: dict[tuple[int, int], Node] = {}  # name -> its outermost decorator
+        self.returned: list[Node] = []  # what return statements return
+        self.globals: set[str] = set()
+        self.ignored: set[tuple[int, int]] = set()
+        self.qualifier_before: dict[tuple[int, int], Node] = {}  # name -> expression
+        self.ignored_inside: list[Node] = []  # no reference inside these (use declarations)
+        self.scope_nodes: list[Node] = []  # lambdas, comprehensions: their own local scope
+        self.inner: dict[tuple[int, int], dict[str, str]] = {}  # such a scope -> name -> type
+        self.regions = _Spans()
+        self.package = ""
+
+    def run(self) -> FileTags:
+        from tree_sitter import QueryCursor
+
+        queries = tags_queries(self.language)
+        for pattern, captures in QueryCursor(queries.grouped).matches(self.root):
+            self._take(pattern, captures)
+        self._take_flat(QueryCursor(queries.flat).captures(self.root))
+        definitions, spans = self._definitions()
+        scopes = self._scopes(spans)
+        self._class_scopes(spans)
+        for index, node in self.pending:  # types that depend on a function's locals
+            chain = spans.chain(node.start_byte)
+            typed = self._substitute(self._type_text(node), node.start_point[0] + 1, chain, scopes)
+            definitions[index] = replace(definitions[index], declared_type=typed)
+        references = self._references(spans, scopes)
+        imports, import_refs = self._imports(definitions, spans)
+        references = sorted([*references, *import_refs], key=lambda r: (r.line, r.column))
+        return FileTags(
+            self.path, self.language, tuple(definitions), tuple(references), imports, self.package
+        )
+
+    # --- collecting captures -------------------------------------------------------------
+
+    def _take(self, pattern: int, captures: dict[str, list[Node]]) -> None:
+        names = captures.get("name")
+        if "annotated" in captures:
+            self._annotate(captures)
+        else:
+            for key, nodes in captures.items():
+                group, _, kind = key.partition(".")
+                if group == "reference":
+                    name = names[0] if names else nodes[0]  # without @name, the node is it
+                    qualifier = captures.get("qualifier")
+                    typed = captures.get("receiver.type")
+                    before = captures.get("qualifier.before")
+                    if before:  # the qualifier is the expression's text before the name
+                        self.qualifier_before[(name.start_byte, name.end_byte)] = before[0]
+                    self._add_reference(
+                        nodes[0], kind, name, qualifier[0] if qualifier else None,
+                        typed[0] if typed else None,
+                    )  # fmt: skip
+                elif group == "definition" and kind and names:
+                    self._add_definition(nodes[0], kind, names[0], pattern, captures)
+                elif key == "scope" and names:
+                    self._add_definition(nodes[0], "scope", names[0], pattern, captures)
+        if "import" in captures or "import.module" in captures:
+            first = _first_of(captures)
+            statement = first("import") or first("import.module")
+            self.imports.append(
+                (statement, first("import.module"), first("import.name"), first("import.alias"),
+                 "import.star" in captures)
+            )  # fmt: skip
+        defined = captures.get("local.definition")
+        if defined:
+            local_type = (captures.get("local.type") or [None])[0]
+            iterable = (captures.get("local.iterable") or [None])[0]
+            self.locals.extend((node, local_type, iterable) for node in defined)
+        if len(captures) > 2:
+            self._take_flat({k: v for k, v in captures.items() if k in _FLAT_EXTRAS})
+
+    def _annotate(self, captures: dict[str, list[Node]]) -> None:
+        """A pattern naming a definition by @annotated: a type guess or a decorator."""
+        node = captures["annotated"][0]
+        key = (node.start_byte, node.end_byte)
+        for guess in captures.get("declared.type", ())[:1]:
+            self.guessed.setdefault(key, guess)
+        for decorator in captures.get("decorator", ())[:1]:
+            held = self.decorators.get(key)
+            if held is None or decorator.start_byte < held.start_byte:
+                self.decorators[key] = decorator
+
+    def _take_flat(self, captures: dict[str, list[Node]]) -> None:
+        """Patterns with a single capture: the nodes of each capture name, in one go."""
+        for key, nodes in captures.items():
+            group, _, kind = key.partition(".")
+            if group in ("reference", "member"):  # kept apart: grouped matches win
+                kind = _REFERENCE_KINDS.get(kind, "other")
+                member = group == "member"
+                self.bare.extend((node, kind, member) for node in nodes)
+            elif key == "ignore":
+                self.ignored.update((n.start_byte, n.end_byte) for n in nodes)
+            elif key == "ignore.inside":
+                self.ignored_inside.extend(nodes)
+            elif key == "local.definition":
+                self.locals.extend((n, None, None) for n in nodes)
+            elif key == "local.scope":
+                self.scope_nodes.extend(nodes)
+            elif key == "local.global":
+                self.globals.update(self._text(n) for n in nodes)
+            elif key == "local.constructor":
+                self.constructor_params.extend(nodes)
+            elif key == "returned":
+                self.returned.extend(nodes)
+            elif key == "package" and nodes and not self.package:
+                self.package = _clean(self._text(min(nodes, key=lambda n: n.start_byte)))
+
+    def _add_definition(
+        self, node: Node, kind: str, name: Node, pattern: int, captures: dict[str, list[Node]]
+    ) -> None:
+        key = (name.start_byte, name.end_byte)
+        held = self.defs.get(key)
+        width = node.end_byte - node.start_byte
+        if held is not None:
+            held_width = held.node.end_byte - held.node.start_byte
+            if (held_width, -held.pattern) >= (width, -pattern):
+                return
+        first = _first_of(captures)
+        self.defs[key] = _Def(
+            node, kind, name, pattern, first("receiver"), first("doc"),
+            first("declared.type"), first("declared.from"), "declaration" in captures,
+        )  # fmt: skip
+
+    def _add_reference(
+        self, node: Node, kind: str, name: Node, qualifier: Node | None, typed: Node | None
+    ) -> None:
+        kind = _REFERENCE_KINDS.get(kind, "other")
+        key = (name.start_byte, name.end_byte)
+        held = self.refs.get(key)
+        if held is not None:
+            typed = typed or held.typed
+            order, held_order = _REFERENCE_ORDER[kind], _REFERENCE_ORDER[held.kind]
+            same = order == held_order and (held.qualifier is not None or qualifier is None)
+            if held_order < order or same:
+                held.typed = typed
+                return
+            qualifier = qualifier or held.qualifier
+        self.refs[key] = _Ref(kind, name, qualifier, node, typed)
+
+    # --- definitions -----------------------------------------------------------------------
+
+    def _definitions(self) -> tuple[list[Definition], _Spans]:
+        self._guess_returns()
+        entries = sorted(
+            self.defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte, d.pattern)
+        )
+        stack: list[tuple[int, str, str]] = []  # (end byte, qualified, kind) of open containers
+        out: list[Definition] = []
+        fields: set[str] = set()
+        spans = _Spans()
+        for entry in entries:
+            while stack and stack[-1][0] < entry.node.end_byte:
+                stack.pop()
+            written = _clean(self._text(entry.name_node))
+            if entry.receiver is not None:
+                written = f"{_clean(self._text(entry.receiver))}.{written}"
+            kind = entry.kind
+            outer = stack[-1] if stack else (0, "", "")
+            if kind == "field":  # `self.x = …` in a method belongs to the class
+                outer = next((s for s in reversed(stack) if s[2] in _CONTAINERS), (0, "", ""))
+                if not outer[1]:
+                    continue
+            qualified = f"{outer[1]}.{written}" if outer[1] else written
+            if kind == "function" and outer[2] in _CONTAINERS:
+                kind = "method"
+            if kind == "field":
+                if qualified in fields:
+                    continue  # set again elsewhere: the first assignment declares it
+                fields.add(qualified)
+            else:
+                stack.append((entry.node.end_byte, qualified, kind))
+            if kind == "scope":  # qualifies and encloses, but is not itself a definition
+                scope = Definition(self.path, self.language, written, qualified, "scope", "", 0, 0)
+                spans.add(entry.node.start_byte, entry.node.end_byte, scope)
+                continue
+            definition = Definition(
+                path=self.path,
+                language=self.language,
+                name=written.rsplit(".", 1)[-1],
+                qualified=qualified,
+                kind=kind,
+                signature=self._signature(entry.node, entry.name_node),
+                start_line=entry.node.start_point[0] + 1,
+                end_line=max(entry.node.start_point[0] + 1, end_line(entry.node)),
+                parent=qualified.rpartition(".")[0],
+                doc=self._doc(entry),
+                name_line=entry.name_node.start_point[0] + 1,
+                declared_type=self._declared(entry),
+                declaration=entry.declaration,
+            )
+            guess = self.guessed.get((entry.name_node.start_byte, entry.name_node.end_byte))
+            later = entry.declared_from if entry.declared is None else None
+            if not definition.declared_type and (later or guess) is not None:
+                self.pending.append((len(out), later or guess))
+            out.append(definition)
+            if kind != "field":
+                spans.add(entry.node.start_byte, entry.node.end_byte, definition)
+        return out, spans
+
+    def _guess_returns(self) -> None:
+        """Each function's last `return` (a callee or a local) guesses its return type."""
+        functions = _Spans()
+        for d in sorted(self.defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte)):
+            functions.add(d.node.start_byte, d.node.end_byte, d if d.kind == "function" else None)
+        for node in sorted(self.returned, key=lambda n: n.start_byte):
+            chain = functions.chain(node.start_byte)
+            if chain:
+                name = chain[0].name_node
+                self.guessed[(name.start_byte, name.end_byte)] = node  # later ones win
+
+    def _declared(self, entry: _Def) -> str:
+        """The declared type; without one (or `-> None`), a decorated function's value is its
+        decorator's result ("@click.group()"); guesses (a returned constructor or local)
+        come later."""
+        key = (entry.name_node.start_byte, entry.name_node.end_byte)
+        declared = self._type_text(entry.declared)
+        decorator = self.decorators.get(key)
+        if decorator is not None and declared in ("", "None"):  # a declared return type wins
+            return "@" + self._type_text(decorator)
+        return declared  # guesses are finished with the locals
+
+    def _signature(self, node: Node, name: Node) -> str:
+        first, last = node.start_point[0], name.start_point[0]
+        rows = [self.lines[r].strip() for r in range(first, min(last, first + 8) + 1)]
+        while len(rows) > 1 and rows[0].startswith(("@", "#[", "[")):
+            rows.pop(0)  # decorators, attributes and annotations above the name
+        return " ".join(" ".join(rows).split())[:200]
+
+    def _doc(self, entry: _Def) -> str:
+        if entry.doc is not None:
+            return _first_line(self._text(entry.doc).strip(_QUOTES + "\"'"))
+        return self._comment_above(entry.node)
+
+    def _comment_above(self, node: Node) -> str:
+        """The first line of the comment block directly above a definition (or its wrapper)."""
+        row = node.start_point[0]
+        while node.parent is not None and node.parent.start_point[0] == row:
+            if node.prev_named_sibling is not None:
+                break
+            node = node.parent  # export_statement, decorated_definition, type_declaration…
+        block: list[Node] = []
+        sibling = node.prev_named_sibling
+        while sibling is not None and "comment" in sibling.type:
+            if end_line(sibling) < (block[-1] if block else node).start_point[0]:
+                break  # a blank line between
+            row, column = sibling.start_point
+            if self.lines[row][:column].strip():
+                break  # a trailing comment of the line above, not a doc comment
+            block.append(sibling)
+            sibling = sibling.prev_named_sibling
+        if not block:
+            return ""
+        return _first_line(self._text(block[-1]))
+
+    # --- references ------------------------------------------------------------------------
+
+    def _references(
+        self, spans: _Spans, scopes: dict[str, dict[str, list[tuple[int, str]]]]
+    ) -> list[Reference]:
+        named = {
+            (d.name_node.start_byte, d.name_node.end_byte)
+            for d in self.defs.values()
+            if d.kind != "scope"  # `impl Shape for Circle` uses Circle
+        }
+        skipped = named | self.ignored
+        blocked: _Spans | None = None
+        if self.ignored_inside:
+            blocked = _Spans()
+            for node in sorted(self.ignored_inside, key=lambda n: (n.start_byte, -n.end_byte)):
+                blocked.add(node.start_byte, node.end_byte, True)
+        # names bound anywhere in a function or a lambda: only these can be locals
+        local_names = {n for bound in scopes.values() for n in bound}
+        local_names.update(n for bound in self.inner.values() for n in bound)
+        local_names.update(n for bound in self._class_locals.values() for n in bound)
+        local_names.difference_update(self.globals)
+        source, text_of = self.source, self._text
+        path = self.path
+        out: list[Reference] = []
+        for key, ref in self.refs.items():
+            if key in skipped or (blocked is not None and blocked.chain(key[0])):
+                continue
+            written = source[key[0] : key[1]].decode("utf-8", "replace")
+            if not written.isidentifier():
+                written = _clean(written)
+            prefix, _, name = written.rpartition(".")
+            if not name:
+                continue
+            qualifier = prefix  # a qualified name node: Shop.Item, geometry::Circle
+            if ref.qualifier is not None:
+                qualifier = " ".join(text_of(ref.qualifier).split())[:_MAX_QUALIFIER]
+            before = self.qualifier_before.get(key)
+            if before is not None:
+                head = source[before.start_byte : key[0]].decode("utf-8", "replace")
+                qualifier = " ".join(head.split()).rstrip(".:->")[:_MAX_QUALIFIER]
+            if not qualifier and name in local_names and ref.kind != "inherit":
+                chain = spans.chain(key[0])
+                if self._is_local(name, chain, scopes) or any(
+                    name in self.inner.get(r, {}) for r in self.regions.chain(key[0])
+                ):
+                    continue
+            else:
+                chain = spans.chain(key[0])
+            line, column = self._position(ref.name_node)
+            enclosing = chain[0].qualified if chain else ""
+            typed = ""
+            if ref.typed is not None:
+                typed = self._substitute(self._type_text(ref.typed), line, chain, scopes)
+            if qualifier and not typed:
+                head = qualifier.split(".", 1)[0]
+                inner = self._region_type(head, key[0]) if self.inner else None
+                typed = self._head_type(qualifier, line, chain, scopes) if inner is None else ""
+                if inner:
+                    typed = self._substitute(inner, line, chain, scopes)
+            out.append(Reference(path, name, ref.kind, line, column, enclosing, qualifier, typed))
+        out += self._bare_references(spans, scopes, skipped, blocked, local_names)
+        return out
+
+    def _bare_references(
+        self,
+        spans: _Spans,
+        scopes: dict[str, dict[str, list[tuple[int, str]]]],
+        skipped: set[tuple[int, int]],
+        blocked: _Spans | None,
+        local_names: set[str],
+    ) -> list[Reference]:
+        """References from single-capture patterns (mostly bare identifiers): no qualifier,
+        no type; a name a grouped pattern also caught was taken there."""
+        out: list[Reference] = []
+        seen = self.refs.keys() | skipped
+        source, path, inner, regions = self.source, self.path, self.inner, self.regions
+        order = _REFERENCE_ORDER
+        kinds: dict[tuple[int, int], tuple[Node, str, bool]] = {}
+        for node, kind, member in self.bare:
+            key = (node.start_byte, node.end_byte)
+            held = kinds.get(key)
+            if held is None or order[kind] < order[held[1]] or (member and not held[2]):
+                kinds[key] = (node, kind, member or (held is not None and held[2]))
+        for key, (node, kind, member) in kinds.items():
+            if key in seen or (blocked is not None and blocked.chain(key[0])):
+                continue
+            written = source[key[0] : key[1]].decode("utf-8", "replace")
+            if not written.isidentifier():
+                written = _clean(written)
+            prefix, _, name = written.rpartition(".")
+            if not name:
+                continue
+            if member:  # qualified by its parent's text before it: `self.client` . send
+                parent = node.parent
+                head = source[parent.start_byte : key[0]].decode("utf-8", "replace")
+                prefix = " ".join(head.split()).rstrip(".:->?")[:_MAX_QUALIFIER]
+            head = prefix.split(".", 1)[0].split("->", 1)[0] if prefix else ""
+            if not prefix and name in local_names and kind != "inherit":
+                chain = spans.chain(key[0])
+                if self._is_local(name, chain, scopes) or any(
+                    name in inner.get(r, {}) for r in regions.chain(key[0])
+                ):
+                    continue
+            elif member and head in local_names:
+                chain = spans.chain(key[0])  # the head's type is a local's
+            else:
+                innermost = spans.innermost(key[0])  # only the enclosing definition matters
+                chain = [innermost] if innermost is not None else []
+            line, column = self._position(node)
+            enclosing = chain[0].qualified if chain else ""
+            typed = ""
+            if member and head in local_names:
+                typed = self._head_type(prefix, line, chain, scopes)
+                inner_type = self._region_type(head, key[0]) if inner else None
+                if inner_type is not None:
+                    typed = self._substitute(inner_type, line, chain, scopes) if inner_type else ""
+            out.append(Reference(path, name, kind, line, column, enclosing, prefix, typed))
+        return out
+
+    def _class_scopes(self, spans: _Spans) -> None:
+        self._class_locals: dict[str, set[str]] = {}
+        for node in self.constructor_params:
+            owner = next((d for d in spans.chain(node.start_byte) if d.kind in CLASS_KINDS), None)
+            if owner is not None:
+                self._class_locals.setdefault(owner.qualified, set()).add(self._text(node))
+
+    def _scopes(self, spans: _Spans) -> dict[str, dict[str, list[tuple[int, str]]]]:
+        """Per function (qualified): its local names, each with (line, type text) bindings."""
+        scopes: dict[str, dict[str, list[tuple[int, str]]]] = {}
+        for scope in sorted(self.scope_nodes, key=lambda n: (n.start_byte, -n.end_byte)):
+            self.regions.add(scope.start_byte, scope.end_byte, (scope.start_byte, scope.end_byte))
+        for node, type_node, iterable in self.locals:
+            region = self.regions.chain(node.start_byte)
+            if region:  # a lambda's parameter, a comprehension's variable
+                typed = self._type_text(type_node)
+                if iterable is not None:
+                    typed = f"iter({self._type_text(iterable)})"
+                bound = self.inner.setdefault(region[0], {})
+                bound[self._text(node)] = typed or bound.get(self._text(node), "")
+                continue
+            for definition in spans.chain(node.start_byte):
+                if definition.kind in _FUNCTIONS:
+                    bindings = scopes.setdefault(definition.qualified, {})
+                    typed = self._type_text(type_node)
+                    if iterable is not None:
+                        typed = f"iter({self._type_text(iterable)})"
+                    bindings.setdefault(self._text(node), []).append(
+                        (node.start_point[0] + 1, typed)
+                    )
+                    break
+        return scopes
+
+    def _head_type(
+        self,
+        qualifier: str,
+        line: int,
+        chain: list[Definition],
+        scopes: dict[str, dict[str, list[tuple[int, str]]]],
+    ) -> str:
+        """The declared type of the qualifier's first name, if it is a typed local (the
+        latest binding at or before the line)."""
+        head = qualifier.split(".", 1)[0].split("->", 1)[0]
+        if not head.lstrip("$").isidentifier():
+            return ""
+        typed = self._local_type(head, line, chain, scopes)
+        return self._substitute(typed, line, chain, scopes) if typed else ""
+
+    def _region_type(self, name: str, byte: int) -> str | None:
+        """The type of a name bound in a lambda or comprehension around `byte` (None when
+        no such scope binds it)."""
+        for region in self.regions.chain(byte):
+            bound = self.inner.get(region, {})
+            if name in bound:
+                return bound[name]
+        return None
+
+    def _local_type(
+        self, name: str, line: int, chain: list[Definition], scopes: dict[str, Any]
+    ) -> str:
+        for definition in chain:
+            bindings = scopes.get(definition.qualified, {}).get(name)
+            if bindings:
+                before = [t for at, t in bindings if at <= line and t]
+                return before[-1] if before else ""
+        return ""
+
+    def _substitute(
+        self, text: str, line: int, chain: list[Definition], scopes: dict[str, Any], depth: int = 3
+    ) -> str:
+        """A type expression whose head is a typed local, rewritten around the local's type:
+        `formatter = ctx.make_formatter()` with `ctx: Context` gives "(Context).make_formatter";
+        a bare local gives its own type."""
+        if text.startswith("iter(") and text.endswith(")"):
+            return f"iter({self._substitute(text[5:-1], line, chain, scopes, depth)})"
+        head = text.split(".", 1)[0].split("(", 1)[0]
+        if depth <= 0 or not head.isidentifier():
+            return text
+        typed = self._local_type(head, line, chain, scopes)
+        if not typed or typed == text:
+            return text
+        typed = self._substitute(typed, line, chain, scopes, depth - 1)
+        rest = text[len(head) :]
+        if not rest:
+            return typed
+        return f"({typed}){rest}" if rest.startswith(".") else text
+
+    def _is_local(
+        self, name: str, chain: list[Definition], scopes: dict[str, dict[str, Any]]
+    ) -> bool:
+        if name in self.globals:
+            return False
+        if (
+            chain
+            and chain[0].kind in CLASS_KINDS
+            and name in self._class_locals.get(chain[0].qualified, ())
+        ):
+            return True  # a constructor parameter used in the class header or an initializer
+        return any(d.kind in _FUNCTIONS and name in scopes.get(d.qualified, ()) for d in chain)
+
+    def _type_text(self, node: Node | None) -> str:
+        if node is None:
+            return ""
+        return " ".join(self._text(node).split())[:_MAX_QUALIFIER]
+
+    # --- imports ---------------------------------------------------------------------------
+
+    def _imports(
+        self, definitions: list[Definition], spans: _Spans
+    ) -> tuple[tuple[Import, ...], list[Reference]]:
+        seen: set[tuple[str, str, str, int]] = set()
+        imports: list[Import] = []
+        refs: list[Reference] = []
+        starred = {statement.id for statement, _m, _n, _a, star in self.imports if star}
+        aliased = {
+            (statement.id, name.start_byte)
+            for statement, _m, name, alias, _s in self.imports
+            if alias is not None and name is not None
+        }
+        # `import a.b.C` captured segment by segment: the last one is the name; with
+        # selectors (`import a.b.{C, D}`) the path segments name nothing
+        last_segment: dict[int, int] = {}
+        selected: set[int] = set()
+        segmented = {
+            statement.id for statement, module, _n, _a, _s in self.imports
+            if module is not None and module.id == statement.id
+        }  # fmt: skip
+        for statement, _m, name, _a, _s in self.imports:
+            if name is None or statement.id not in segmented:
+                continue
+            if name.parent is not None and name.parent.id == statement.id:
+                last_segment[statement.id] = max(
+                    last_segment.get(statement.id, -1), name.start_byte
+                )
+            else:
+                selected.add(statement.id)
+        for statement, module, name, alias, star in self.imports:
+            if (
+                name is not None
+                and statement.id in segmented
+                and name.parent is not None
+                and name.parent.id == statement.id
+                and (statement.id in selected or name.start_byte != last_segment[statement.id])
+            ):
+                continue
+            if not star and statement.id in starred:
+                continue  # `import a.b.*` also matches the pattern for `import a.b.C`
+            if alias is None and name is not None and (statement.id, name.start_byte) in aliased:
+                continue  # …and `import a.b.C as D` the one for `import a.b.C`
+            name_text = _clean(self._text(name)) if name is not None else ""
+            module_text = _module_text(self._text(module), name_text) if module is not None else ""
+            alias_text = self._text(alias).strip() if alias is not None else ""
+            line = statement.start_point[0] + 1
+            if name is not None:
+                line = name.start_point[0] + 1
+            key = (module_text, name_text, alias_text, line)
+            if key in seen or not (module_text or name_text):
+                continue
+            seen.add(key)
+            chain = spans.chain(statement.start_byte)
+            enclosing = chain[0].qualified if chain else ""
+            imports.append(
+                Import(self.path, module_text, name_text, alias_text, line, star, enclosing)
+            )
+            if name is None and module is not None and not star:
+                refs += self._module_reference(module, module_text, enclosing)
+            if name is not None and name_text and not star:
+                ref_line, column = self._position(name)
+                refs.append(
+                    Reference(
+                        self.path, name_text.rsplit(".", 1)[-1], "import", ref_line, column,
+                        enclosing, module_text,
+                    )
+                )  # fmt: skip
+        return tuple(sorted(imports, key=lambda i: i.line)), refs
+
+    def _module_reference(self, module: Node, text: str, enclosing: str) -> list[Reference]:
+        """An import of a whole module is a reference to it (a definition in Elixir, C#,
+        Ruby…; in Python or Go nothing resolves it)."""
+        cleaned = _clean(text).replace("/", ".")
+        qualifier, _, name = cleaned.rpartition(".")
+        written = self._text(module)
+        offset = written.rfind(name) if name else -1
+        if not name.isidentifier() or offset < 0:
+            return []
+        line, column = self._position(module)
+        if "\n" not in written[:offset]:
+            column += len(written[:offset])
+        return [Reference(self.path, name, "import", line, column, enclosing, qualifier)]
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _text(self, node: Node) -> str:
+        return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def _position(self, node: Node) -> tuple[int, int]:
+        """1-based line and 0-based character column of a node's start."""
+        row, byte_column = node.start_point
+        if self.ascii:
+            return row + 1, byte_column
+        line_start = node.start_byte - byte_column
+        head = self.source[line_start : node.start_byte]
+        column = byte_column if head.isascii() else len(head.decode("utf-8", "replace"))
+        return row + 1, column
+
+
+class _Spans:
+    """Definitions (or other payloads) by byte span, for "which of them enclose this byte"
+    (innermost first).
+
+    Items come in start order and nest (they are syntax nodes), so each knows its parent and
+    a lookup is one bisection plus a climb."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._items: list[tuple[int, int, Any, int]] = []
+
+    def add(self, start: int, end: int, definition: Any) -> None:
+        parent = len(self._items) - 1
+        while parent >= 0 and not self._items[parent][1] >= end:
+            parent = self._items[parent][3]
+        self._starts.append(start)
+        self._items.append((start, end, definition, parent))
+
+    def innermost(self, byte: int) -> Any:
+        """The innermost payload enclosing `byte`, or None."""
+        index = bisect.bisect_right(self._starts, byte) - 1
+        while index >= 0:
+            start, end, definition, parent = self._items[index]
+            if start <= byte < end and definition is not None:
+                return definition
+            index = parent
+        return None
+
+    def chain(self, byte: int) -> list[Any]:
+        index = bisect.bisect_right(self._starts, byte) - 1
+        out: list[Any] = []
+        while index >= 0:
+            start, end, definition, parent = self._items[index]
+            if start <= byte < end and definition is not None:
+                out.append(definition)
+            index = parent
+        return out
+
+
+def _clean(text: str) -> str:
+    text = " ".join(text.split()).replace("::", ".").replace("\\", ".").strip(".")
+    return text.strip(_QUOTES)[:200]
+
+
+_IMPORT_WORDS = ("import static ", "import ", "using static ", "using ", "use ", "require ")
+
+
+def _module_text(text: str, name: str = "") -> str:
+    """An import's module as written, from whatever node the query captured: the words
+    `import`/`use`, a trailing `.{A, B}` selector, `._` / `.*`, and the imported name
+    itself are cut off (`import a.b.{C, D}` and `import a.b.C` both give "a.b")."""
+    text = " ".join(text.split())
+    if text.startswith(("require", "include")):  # PHP: require_once __DIR__ . '/x.php'
+        quoted = re.findall(r"""["']([^"']*)["']""", text)
+        return quoted[-1][:300] if quoted else ""
+    if text[:1] in _QUOTES:  # a path as written ("./util/normalize"): nothing to cut
+        return text.strip(_QUOTES)[:300]
+    text = text.rstrip(";").strip()
+    for word in _IMPORT_WORDS:
+        if text.startswith(word):
+            text = text[len(word) :].strip()
+            break
+    if text.endswith("}") and "{" in text:
+        text = text[: text.index("{")]
+    for tail in ("._", ".*", "::*"):
+        text = text.removesuffix(tail)
+    if text.endswith((".", "::")) and text.strip("."):  # `a.b.{C}` left "a.b."; keep ".."
+        text = text.rstrip(".:")
+    for separator in (".", "::", "\\", "/"):
+        if name and text.endswith(separator + name.replace(".", separator)):
+            text = text[: -len(separator + name)]
+            break
+    return text.strip(_QUOTES)[:300]
+
+
+def _first_line(text: str) -> str:
+    for raw in text.split("\n"):
+        line = raw.strip()
+        for mark in _COMMENT_MARKS:
+            if line.startswith(mark):
+                line = line[len(mark) :].strip()
+                break
+        line = line.removesuffix("*/").strip()
+        if line:
+            return line[:200]
+    return ""
+
+
+__all__ = ["extract_tags", "parse"]
+
+
+def _first_of(captures: dict[str, list[Node]]) -> Callable[[str], Node | None]:
+    """The first node a match captured under a name, or None."""
+
+    def first(name: str) -> Node | None:
+        found = captures.get(name)
+        return found[0] if found else None
+
+    return first

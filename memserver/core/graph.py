@@ -1,0 +1,116 @@
+"""The code graph's types: what a file defines, what it refers to, and what it imports.
+
+Extraction (`indexers.treesitter.tags`) produces one `FileTags` per file; resolution
+(`memserver.graph`) turns a `Reference` into ranked `Definition`s. Standard library only.
+Lines are 1-based; columns are 0-based character offsets into the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Definition kinds. Class-like kinds nest methods; "module" is a namespace whose functions
+# stay functions.
+DEFINITION_KINDS = frozenset(
+    {
+        "function",
+        "method",
+        "class",
+        "interface",
+        "struct",
+        "enum",
+        "trait",
+        "module",
+        "constant",
+        "variable",
+        "field",
+        "type",
+        "macro",
+    }
+)
+CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
+REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """A named definition: function, method, class-like type, module, constant…"""
+
+    path: str  # POSIX, relative to the project root
+    language: str
+    name: str  # as written: "send"
+    qualified: str  # by nesting, as the chunker names it: "Client.send", Go "Store.Add"
+    kind: str  # one of DEFINITION_KINDS
+    signature: str  # the source from the definition's first line to its name's, one line
+    start_line: int  # 1-based, inclusive (decorators excluded: the definition itself)
+    end_line: int  # 1-based, inclusive
+    parent: str = ""  # qualified name of the enclosing definition, or ""
+    doc: str = ""  # first line of its docstring or doc comment, or ""
+    name_line: int = 0  # the line holding the name (differs from start_line for C, Java…)
+    declared_type: str = ""  # as written: a function's return type, a field's or variable's
+    # type (or the class its value is constructed from), or ""
+    declaration: bool = False  # declared without a body: a prototype, an abstract or
+    # interface method (ranked below a definition of the same name)
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A use of a name: a call, an import, a base class, a type annotation…"""
+
+    path: str
+    name: str  # the last identifier: "send" in self.client.send(...)
+    kind: str  # one of REFERENCE_KINDS
+    line: int  # 1-based
+    column: int = 0  # 0-based, where the name starts
+    enclosing: str = ""  # qualified name of the innermost enclosing definition, or ""
+    qualifier: str = ""  # the receiver or module expression as written: "self", "os.path", ""
+    receiver_type: str = ""  # the declared type of the qualifier's first name, as written:
+    # `def f(c: Client): c.pool.get()` and `c = Client(); c.pool.get()` give "Client" for
+    # `get`; `Client(...).send()` gives "Client"
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """One imported binding: `from pkg.mod import name as alias` is one Import."""
+
+    path: str
+    module: str  # as written: "pkg.mod", ".utils", "./utils", "github.com/x/y", "crate::a"
+    name: str = ""  # the imported name, "" when the module itself is bound
+    alias: str = ""  # the local name when renamed, else ""
+    line: int = 0
+    star: bool = False  # a wildcard: from m import *, import a.b.*, using A.B, use a::*
+    enclosing: str = ""  # qualified name of the definition it sits in ("" at module level)
+
+    @property
+    def bound(self) -> str:
+        """The local name this import binds ("" for a wildcard)."""
+        if self.star:
+            return ""
+        if self.alias:
+            return self.alias
+        if self.name:
+            return self.name
+        return self.module
+
+
+@dataclass(frozen=True, slots=True)
+class FileTags:
+    """Everything the graph knows about one file."""
+
+    path: str
+    language: str
+    definitions: tuple[Definition, ...] = ()
+    references: tuple[Reference, ...] = ()
+    imports: tuple[Import, ...] = ()
+    package: str = ""  # declared package/namespace (Java, Kotlin, Scala, Go, C#, PHP), or ""
+
+
+__all__ = [
+    "CLASS_KINDS",
+    "DEFINITION_KINDS",
+    "REFERENCE_KINDS",
+    "Definition",
+    "FileTags",
+    "Import",
+    "Reference",
+]

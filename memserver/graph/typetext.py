@@ -1,0 +1,92 @@
+"""Type expressions as written, reduced to what resolution needs: the class a type names
+(`Optional[Client]` -> Client), the element of a container (`list[Item]`, Go `[]*Item`),
+the result of a callable (`Callable[[F], Group]` -> Group)."""
+
+from __future__ import annotations
+
+import re
+
+_OPTIONAL = re.compile(r"^(?:[\w.]*\.)?(?:Optional|Final|ClassVar|Annotated|Type|type)\[(.*)\]$")
+_WRAPPERS = ("*", "&mut ", "&", "?", "!", "const ", "mut ")
+
+
+def main_type(text: str) -> str:
+    """The class a type expression names: Optional[Client] / Client | None / "Client" /
+    *Client / Client<T> / Client? -> Client; "" for anything else (unions, literals…)."""
+    text = text.strip().strip("\"'")
+    for _ in range(3):
+        match = _OPTIONAL.match(text)
+        if match is None:
+            break
+        text = match.group(1).split(",")[0].strip().strip("\"'")
+    parts = [p.strip() for p in text.split("|") if p.strip() not in ("None", "null", "undefined")]
+    if len(parts) != 1:
+        return ""
+    text = parts[0]
+    for keyword in ("struct ", "union ", "enum ", "class ", "typename "):
+        text = text.removeprefix(keyword)
+    for wrapper in _WRAPPERS:
+        text = text.removeprefix(wrapper).removesuffix(wrapper.strip())
+    for bracket in ("[", "<", "("):
+        text = text.split(bracket, 1)[0]
+    text = text.replace("::", ".").strip()
+    return text if all(p.isidentifier() for p in text.split(".")) else ""
+
+
+_CONTAINERS = re.compile(
+    r"^(?:[\w.]*\.)?(?:list|List|Sequence|MutableSequence|Iterable|Iterator|Collection|set|Set|"
+    r"frozenset|FrozenSet|AbstractSet|MutableSet|tuple|Tuple|Generator|AsyncIterator|"
+    r"AsyncIterable|deque|Deque|KeysView|ValuesView)\[(.*)\]$"
+)
+
+
+def closing(text: str) -> int:
+    """Index of the parenthesis closing the one that opens `text`, or -1."""
+    depth = 0
+    for index, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth == 0:
+            return index
+    return -1
+
+
+def element_type(text: str) -> str:
+    """`list[Parameter]` / `t.Iterator[Option]` / `tuple[Arg, ...]` / Go `[]*Item`,
+    `map[string]*Item` -> the element type."""
+    text = text.strip()
+    if text.startswith("[]"):
+        return text[2:]
+    if text.startswith("map[") and "]" in text:
+        return text.split("]", 1)[1]
+    match = _CONTAINERS.match(text.strip("\"'"))
+    if match is None:
+        return ""
+    return split_arguments(match.group(1))[0] if match.group(1) else ""
+
+
+def callable_result(text: str) -> str:
+    """`t.Callable[[F], Group]` -> "Group"; "" for anything that is not a Callable."""
+    text = text.strip().strip("\"'")
+    head, _, inner = text.partition("[")
+    if not head.endswith("Callable") or not inner.endswith("]"):
+        return ""
+    arguments = split_arguments(inner[:-1])
+    return arguments[-1] if len(arguments) == 2 else ""
+
+
+def split_arguments(text: str) -> list[str]:
+    """Top-level comma-separated parts of a type's arguments."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "[(<":
+            depth += 1
+        elif char in "])>":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:index].strip())
+            start = index + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+__all__ = ["callable_result", "closing", "element_type", "main_type", "split_arguments"]

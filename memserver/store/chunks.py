@@ -1,0 +1,229 @@
+"""Rows of the `chunks` table (the detailed view): raw text, never rewritten.
+
+Reads return our own types. The writes here are called by `IndexStore`'s intents only, which
+order them against the other tables and the keyword index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from memserver.core.types import Chunk
+from memserver.store import lancedb as ldb
+from memserver.store.lancedb import ADDRESS, Table, in_list, lance_errors, sql_quote
+from memserver.store.schema import chunk_schema, scope_pairs, scope_row
+
+__all__ = ["CHUNK_COLUMNS", "ChunkRows", "Place", "chunk_from_row"]
+
+CHUNK_COLUMNS = [f.name for f in chunk_schema(0)]
+_PLACE = ["start_line", "end_line", "symbol", "header"]  # where a chunk sits in its file
+Place = tuple[int, int, str, str]
+_CURRENT = "valid_to IS NULL"
+
+
+def chunk_from_row(row: Mapping[str, Any]) -> Chunk:
+    return Chunk(
+        id=row["id"],
+        project=row["project"],
+        origin=row["origin"],
+        path=row["path"],
+        language=row["language"],
+        kind=row["kind"],
+        symbol=row["symbol"],
+        start_line=int(row["start_line"]),
+        end_line=int(row["end_line"]),
+        text=row["text"],
+        header=row["header"],
+        tokens=int(row["tokens"]),
+        content_hash=row["content_hash"],
+        event_time=row.get("event_time"),
+        scope=scope_pairs(row.get("scope")),
+        tags=tuple(row.get("tags") or ()),
+        speaker=row.get("speaker") or "",
+        turn=int(row["turn"]) if row.get("turn") is not None else -1,
+    )
+
+
+class ChunkRows:
+    def __init__(self, table: Table, dim: int) -> None:
+        self.table = table
+        self.dim = dim
+
+    # -- reads ------------------------------------------------------------------------
+
+    def states(self, origin: str | None = None) -> dict[str, bool]:
+        """Every stored chunk id (of one origin, if given) → whether it is current."""
+        where = None if origin is None else f"origin = {sql_quote(origin)}"
+        with lance_errors("read chunk ids"):
+            t = ldb.scan(self.table, where, ["id", "valid_to"])
+        current = t.column("valid_to").is_null().to_pylist()
+        return dict(zip(t.column("id").to_pylist(), current, strict=True))
+
+    def states_of(self, ids: Sequence[str]) -> dict[str, bool]:
+        """id → whether it is current, for the given ids that exist."""
+        if not ids:
+            return {}
+        with lance_errors("read chunk states"):
+            t = ldb.take(self.table, ids, ["id", "valid_to"])
+        current = t.column("valid_to").is_null().to_pylist()
+        return dict(zip(t.column("id").to_pylist(), current, strict=True))
+
+    def places(self, ids: Sequence[str]) -> dict[str, tuple[bool, Place]]:
+        """id → (whether it is current, (start, end, symbol, header)) for the ids that exist:
+        what an index run needs of the chunks it cut, in one read."""
+        if not ids:
+            return {}
+        with lance_errors("read chunk states"):
+            found = ldb.take(self.table, ids, ["id", "valid_to", *_PLACE]).to_pylist()
+        return {
+            r["id"]: (r["valid_to"] is None, (r["start_line"], r["end_line"], r["symbol"],
+                                              r["header"]))
+            for r in found
+        }  # fmt: skip
+
+    def get(self, ids: Sequence[str]) -> dict[str, tuple[Chunk, bool]]:
+        """id → (chunk, has a vector) for the ids that exist."""
+        if not ids:
+            return {}
+        with lance_errors("read chunks"):
+            found = ldb.take(self.table, ids, CHUNK_COLUMNS).to_pylist()
+        return {r["id"]: (chunk_from_row(r), bool(r["embedded"])) for r in found}
+
+    def find(self, where: str, limit: int | None = None) -> list[Chunk]:
+        with lance_errors("find chunks"):
+            found = ldb.rows(self.table, where, CHUNK_COLUMNS, limit)
+        return [chunk_from_row(r) for r in found]
+
+    def code_blocks_of(self, path: str, *, current_only: bool) -> list[Chunk]:
+        """The code blocks a note (or turn) at `path` was stored with."""
+        where = f"origin = 'code_block' AND path = {sql_quote(path)}"
+        return self.find(where + (f" AND {_CURRENT}" if current_only else ""))
+
+    def current_with_symbols(self, symbols: Sequence[str]) -> list[Chunk]:
+        """Current code chunks whose symbol is one of `symbols`."""
+        if not symbols:
+            return []
+        return self.find(f"origin = 'file' AND {_CURRENT} AND {in_list('symbol', symbols)}")
+
+    def unembedded(self, limit: int) -> list[Chunk]:
+        """Current chunks that still lack a vector (the resumable embedding phase)."""
+        return self.find(f"embedded = false AND {_CURRENT}", limit)
+
+    def count_unembedded(self) -> int:
+        with lance_errors("count the chunks"):
+            return ldb.count(self.table, f"embedded = false AND {_CURRENT}")
+
+    def count_current(self, origin: str | None = None) -> int:
+        where = _CURRENT if origin is None else f"{_CURRENT} AND origin = {sql_quote(origin)}"
+        with lance_errors("count the chunks"):
+            return ldb.count(self.table, where)
+
+    def count_rows(self) -> int:
+        with lance_errors("count the chunks"):
+            return ldb.count(self.table)
+
+    def current_table(
+        self, with_vectors: bool, *, ids: Sequence[str] | None = None, addresses: bool = False
+    ) -> pa.Table:
+        """Current chunks as Arrow, for the in-memory recall view: only those of `ids` when
+        given; `addresses` adds each row's ADDRESS."""
+        columns = list(CHUNK_COLUMNS)
+        if with_vectors and self.dim:
+            columns.append("vector")
+        if addresses:
+            columns.append(ADDRESS)
+        with lance_errors("read the current chunks"):
+            return ldb.scan(self.table, _CURRENT, columns, ids)
+
+    def current_addresses(self) -> dict[str, int]:
+        """Current chunk id → ADDRESS: what the recall view compares to see what changed."""
+        with lance_errors("read the current ids"):
+            t = ldb.scan(self.table, _CURRENT, ["id", ADDRESS])
+        return dict(zip(t.column("id").to_pylist(), t.column(ADDRESS).to_pylist(), strict=True))
+
+    def current_columns(self, columns: Sequence[str]) -> pa.Table:
+        """Some columns of the current chunks (the lean recall view reads no text)."""
+        with lance_errors("read the current chunks"):
+            return ldb.with_row_ids(self.table, _CURRENT, columns)
+
+    def texts_at(self, row_ids: Sequence[int], ids: Sequence[str]) -> list[str] | None:
+        """The texts of chunks `ids` read by their `_rowid`s from `current_columns`, in order:
+        a direct read where a lookup by id goes through the id index. None when a row no
+        longer holds the id expected, or no longer exists (a compaction moved it): the
+        caller reads by id then."""
+        try:
+            t = ldb.take_row_ids(self.table, row_ids, ["id", "text"])
+        except (OSError, ValueError, RuntimeError, IndexError):  # lance: row ids out of date
+            return None
+        found = dict(zip(t.column("id").to_pylist(), t.column("text").to_pylist(), strict=True))
+        if any(i not in found for i in ids):
+            return None
+        return [found[i] for i in ids]
+
+    # -- writes (through IndexStore) ----------------------------------------------------
+
+    def insert(
+        self, chunks: Sequence[Chunk], *, replace: bool = False,
+        vectors: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:  # fmt: skip
+        """Add chunks; ids already stored are left alone unless `replace` (then rewritten).
+        Chunks with an entry in `vectors` go in embedded."""
+        if not chunks:
+            return
+        now = ldb.now()
+        rows = [
+            {
+                "id": c.id, "project": c.project, "origin": c.origin, "path": c.path,
+                "language": c.language, "kind": c.kind, "symbol": c.symbol,
+                "start_line": c.start_line, "end_line": c.end_line, "text": c.text,
+                "header": c.header, "tokens": c.tokens, "content_hash": c.content_hash,
+                "embedded": False, "observed_at": now, "event_time": c.event_time,
+                "valid_from": now, "valid_to": None, "superseded_by": None,
+                "scope": scope_row(c.project, c.scope), "tags": list(c.tags),
+                "speaker": c.speaker, "turn": c.turn,
+            }
+            for c in chunks
+        ]  # fmt: skip
+        with lance_errors(f"insert {len(rows)} chunks"):
+            ldb.upsert(self.table, rows, self.dim, vectors, replace=replace)
+
+    def set_valid_to(self, ids: Sequence[str], closed: bool) -> None:
+        """Close chunks (valid_to = now) or reopen them (valid_to = null)."""
+        values: dict[str, Any] = {"valid_to": ldb.now() if closed else None}
+        with lance_errors(f"update {len(ids)} chunks"):
+            ldb.update_ids(self.table, "id", ids, values)
+
+    def move(self, spans: Mapping[str, Place]) -> None:
+        """Update where unchanged chunks now sit: id → (start, end, symbol, header)."""
+        if not spans:
+            return
+        columns: dict[str, list[Any]] = {"id": list(spans)}
+        for i, name in enumerate(_PLACE):
+            columns[name] = [span[i] for span in spans.values()]
+        with lance_errors(f"move {len(spans)} chunks"):
+            ldb.update_columns(self.table, columns)
+
+    def set_vectors(self, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Store vectors and mark the chunks embedded."""
+        if not vectors:
+            return
+        columns: dict[str, list[Any]] = {"id": list(vectors), "vector": list(vectors.values()),
+                                         "embedded": [True] * len(vectors)}  # fmt: skip
+        with lance_errors(f"store {len(vectors)} vectors"):
+            ldb.update_columns(self.table, columns)
+
+    def erase(self, ids: Sequence[str]) -> None:
+        """Blank the text, names, tags and vector of chunks (forget with erasure)."""
+        if not ids:
+            return
+        with lance_errors(f"erase {len(ids)} chunks"):
+            found = ldb.take(self.table, ids).to_pylist()
+            for row in found:
+                row.update(text="", header="", symbol="", content_hash="", embedded=False,
+                           tags=[], speaker="")  # fmt: skip
+                if self.dim:
+                    row["vector"] = [0.0] * self.dim
+            ldb.replace_rows(self.table, found)

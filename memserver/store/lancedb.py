@@ -1,0 +1,387 @@
+"""LanceDB adapter (the sole lancedb importer): connections, tables and the operations on them.
+
+Everything the other store modules do to a table goes through these functions, and every
+failure comes out of `lance_errors` as a `StoreError` saying whether the disk is full, the
+index read-only or a table damaged. Filters are built with `sql_quote`/`in_list`, never by
+pasting raw paths or ids. No LanceDB or Arrow object leaves `memserver.store`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from memserver.core.errors import StoreError
+from memserver.store.failures import failure_hint
+
+__all__ = [
+    "ADDRESS",
+    "Db",
+    "Table",
+    "batches",
+    "connect",
+    "in_list",
+    "lance_errors",
+    "sql_quote",
+    "store_error",
+]
+
+Db = Any  # a lancedb DBConnection (kept loose: lancedb ships no complete stubs)
+Table = Any  # a lancedb Table
+# a row's place in its table: Lance writes a row anew on every update, so the address moves
+ADDRESS = "_rowaddr"
+IN_BATCH = 500
+_SQ_MIN_ROWS = 4096
+
+
+def store_error(action: str, exc: BaseException) -> StoreError:
+    hint = failure_hint(
+        exc, "run `memserver doctor --repair`; if that cannot fix it, `memserver index --rebuild`"
+    )
+    return StoreError(f"LanceDB failed to {action}: {type(exc).__name__}: {str(exc)[:400]}", hint)
+
+
+@contextmanager
+def lance_errors(action: str) -> Iterator[None]:
+    """Map any LanceDB (or Arrow, or OS) failure inside the block to a StoreError."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise store_error(action, exc) from exc
+
+
+def sql_quote(value: str) -> str:
+    """A SQL string literal for a LanceDB filter."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def in_list(column: str, values: Sequence[str]) -> str:
+    return f"{column} IN ({', '.join(sql_quote(v) for v in values)})"
+
+
+def batches(values: Sequence[str], size: int = IN_BATCH) -> Iterator[Sequence[str]]:
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def connect(path: Path) -> Db:
+    """A connection whose reads see every commit, also by another handle or process (the
+    server's long-lived reader vs. `memserver index`)."""
+    import lancedb
+
+    return lancedb.connect(str(path), read_consistency_interval=timedelta(0))
+
+
+def table_names(db: Db) -> list[str]:
+    return list(db.list_tables().tables)
+
+
+def open_table(db: Db, name: str, schema: pa.Schema, *, create: bool) -> Table | None:
+    """The table `name` (None when missing, unless `create`: then created empty); refuses
+    one of another schema."""
+    if name in table_names(db):
+        table = db.open_table(name)
+        if table.schema != schema:
+            missing = _columns_added_since(table.schema, schema)
+            if missing is None:
+                raise StoreError(
+                    f"table {name!r} has an unexpected schema",
+                    hint="run `memserver index --rebuild` to rebuild the index",
+                )
+            if missing and create:  # a writer brings it up to date: the new columns, empty
+                table.add_columns(missing)
+        return table
+    if not create:
+        return None
+    return db.create_table(name, schema=schema, exist_ok=True)
+
+
+def _columns_added_since(found: pa.Schema, wanted: pa.Schema) -> list[pa.Field] | None:
+    """The nullable columns `wanted` adds to an older table that has every other column as
+    it was (a reader reads such a table as it is; a writer adds them). None when the table
+    differs otherwise."""
+    have = {f.name: f for f in found}
+    if any(n not in wanted.names or wanted.field(n).type != f.type for n, f in have.items()):
+        return None
+    missing = [f for f in wanted if f.name not in have]
+    return missing if all(f.nullable for f in missing) else None
+
+
+# -- reads ----------------------------------------------------------------------------
+
+
+def take(table: Table, ids: Sequence[str], columns: Sequence[str] | None = None) -> pa.Table:
+    """Rows whose id is in `ids` (all columns unless `columns`)."""
+    parts = []
+    for batch in batches(list(ids)):
+        query = table.search().where(in_list("id", batch))
+        if columns:
+            query = query.select(list(columns))
+        parts.append(query.limit(None).to_arrow())
+    if parts:
+        return pa.concat_tables(parts)
+    schema = table.schema
+    return (schema if not columns else pa.schema([schema.field(c) for c in columns])).empty_table()
+
+
+def scan(
+    table: Table, where: str | None, columns: Sequence[str], ids: Sequence[str] | None = None
+) -> pa.Table:
+    """Rows matching `where` (None: all) as Arrow; with `ids` (not empty), only those."""
+    if ids is None:
+        wheres: list[str | None] = [where]
+    else:
+        wheres = [f"({where}) AND {in_list('id', b)}" if where else in_list("id", b)
+                  for b in batches(list(ids))]  # fmt: skip
+    parts = []
+    for w in wheres:
+        query = table.search()
+        if w:
+            query = query.where(w)
+        parts.append(query.select(list(columns)).limit(None).to_arrow())
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def rows(
+    table: Table, where: str, columns: Sequence[str], limit: int | None
+) -> list[dict[str, Any]]:
+    """Rows matching `where` as dicts."""
+    return list(table.search().where(where).select(list(columns)).limit(limit).to_list())
+
+
+def with_row_ids(table: Table, where: str, columns: Sequence[str]) -> pa.Table:
+    """Some columns of the rows matching `where`, with each row's `_rowid`."""
+    return (
+        table.search().where(where).select(list(columns)).with_row_id(True).limit(None).to_arrow()
+    )
+
+
+def take_row_ids(table: Table, row_ids: Sequence[int], columns: Sequence[str]) -> pa.Table:
+    return table.take_row_ids(list(row_ids)).select(list(columns)).to_arrow()
+
+
+def count(table: Table, where: str | None = None) -> int:
+    return int(table.count_rows(where) if where else table.count_rows())
+
+
+def arrow_all(table: Table) -> pa.Table:
+    return table.to_arrow()
+
+
+def vector_matrix(data: pa.Table, dim: int) -> np.ndarray | None:
+    """The `vector` column of an Arrow table as a writable (rows, dim) float32 matrix."""
+    if not dim or "vector" not in data.column_names or data.num_rows == 0:
+        return None
+    flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return np.array(flat.reshape(data.num_rows, dim), dtype=np.float32)
+
+
+# -- writes ---------------------------------------------------------------------------
+
+
+def add(table: Table, rows_: list[dict[str, Any]]) -> None:
+    table.add(pa.Table.from_pylist(rows_, schema=table.schema))
+
+
+def upsert(
+    table: Table, rows_: list[dict[str, Any]], dim: int,
+    vectors: Mapping[str, Sequence[float]] | None, *, replace: bool,
+) -> None:  # fmt: skip
+    """Merge rows by id: new ids inserted, stored ones rewritten only when `replace`.
+    A row with an entry in `vectors` goes in embedded; the others get a zero vector."""
+    for row in rows_:
+        if dim:
+            vector = (vectors or {}).get(row["id"])
+            row["vector"] = list(vector) if vector is not None else [0.0] * dim
+            row["embedded"] = vector is not None
+    data = pa.Table.from_pylist(rows_, schema=table.schema)
+    merge = table.merge_insert("id").when_not_matched_insert_all()
+    if replace:
+        merge = merge.when_matched_update_all()
+    merge.execute(data)
+
+
+def merge_on(table: Table, key: str, rows_: list[dict[str, Any]]) -> None:
+    """Insert or wholly replace rows by `key`."""
+    data = pa.Table.from_pylist(rows_, schema=table.schema)
+    table.merge_insert(key).when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+
+def update_columns(table: Table, columns: dict[str, list[Any]]) -> None:
+    """Set some columns of the rows whose `id` is listed (the others keep theirs; ids not
+    stored are ignored), without reading the rows first."""
+    schema = pa.schema([table.schema.field(name) for name in columns])
+    data = pa.Table.from_pydict(columns, schema=schema)
+    table.merge_insert("id").when_matched_update_all().execute(data)
+
+
+def replace_rows(table: Table, rows_: list[dict[str, Any]]) -> None:
+    """Rewrite whole rows by id (ids not stored are ignored)."""
+    data = pa.Table.from_pylist(rows_, schema=table.schema)
+    table.merge_insert("id").when_matched_update_all().execute(data)
+
+
+def update_ids(
+    table: Table, column: str, ids: Sequence[str], values: dict[str, Any], also: str = ""
+) -> None:
+    """Set `values` on the rows whose `column` is in `ids` (and that match `also`)."""
+    for batch in batches(list(ids)):
+        table.update(where=in_list(column, batch) + also, values=values)
+
+
+def update_where(table: Table, where: str, values: dict[str, Any]) -> None:
+    table.update(where=where, values=values)
+
+
+def delete_ids(table: Table, column: str, ids: Sequence[str]) -> None:
+    for batch in batches(list(ids)):
+        table.delete(in_list(column, batch))
+
+
+# -- maintenance ----------------------------------------------------------------------
+
+
+def compact(tables: Sequence[Table]) -> None:
+    for table in tables:
+        table.optimize()
+
+
+def housekeep(tables: Sequence[Table], older_than: timedelta, *, delete_unverified: bool = False
+              ) -> None:  # fmt: skip
+    """Compact and delete versions older than `older_than`. A reader still on a version that
+    old would lose its files: keep a margin longer than any read."""
+    with warnings.catch_warnings():  # lancedb warns about a zero margin; callers mean it
+        warnings.filterwarnings("ignore", "optimize.cleanup_older_than=0", UserWarning)
+        for table in tables:
+            table.optimize(cleanup_older_than=older_than, delete_unverified=delete_unverified)
+
+
+def purge(tables: Sequence[Table]) -> None:
+    """Compact every table and delete every older version and unreferenced file at once, so no
+    byte of a rewritten or deleted row stays on disk (erasure): compaction rewrites a fragment
+    holding such a row together with the fragment its update added. Only for a writer that
+    holds the index's writer lock."""
+    housekeep(tables, timedelta(0), delete_unverified=True)
+
+
+def versions(table: Table) -> list[int]:
+    return sorted(int(v["version"]) for v in table.list_versions())
+
+
+# -- large indexes: an ANN index on the vectors, a B-tree on the ids ------------------------
+
+
+def vector_index(table: Table) -> tuple[int, str]:
+    """(rows covered, LanceDB index type) of the table's vector index; (0, "") without one."""
+    for ix in table.list_indices():
+        if "vector" in ix.columns:
+            stats = table.index_stats(ix.name)
+            if stats is None:
+                return 0, ""
+            return int(stats.num_indexed_rows), str(stats.index_type)
+    return 0, ""
+
+
+def vector_index_id(table: Table) -> str | None:
+    """The id of the table's vector index (compaction writes it anew under another id)."""
+    for ix in table.list_indices():
+        if "vector" in ix.columns:
+            return str(ix.index_uuid)
+    return None
+
+
+def vector_index_kind(rows_: int) -> str:
+    """The vector index a table of `rows_` rows gets (LanceDB's `index_type` names)."""
+    return "IVF_SQ" if rows_ >= _SQ_MIN_ROWS else "IVF_FLAT"
+
+
+def needs_vector_index(table: Table, min_rows: int, retrain: bool) -> bool:
+    rows_ = count(table)
+    if min_rows <= 0 or rows_ < min_rows:
+        return False
+    indexed, kind = vector_index(table)
+    return not (2 * indexed > rows_ and kind == vector_index_kind(indexed) and not retrain)
+
+
+def create_vector_index(table: Table) -> None:
+    """IVF with 8-bit scalar quantisation, ~sqrt(rows) partitions. On the 10M-token scale
+    corpus (47k chunks, hashing embedder) it matched IVF-PQ's recall@10 (0.96) with a
+    quarter of the re-scoring and half the search time, and trained in 3 s instead of
+    35 s. Below _SQ_MIN_ROWS rows IVF-FLAT: too few rows to train the quantiser on.
+    A B-tree on `id` comes with it (evidence is read by id)."""
+    from lancedb.index import BTree, IvfFlat, IvfSq
+
+    rows_ = count(table)
+    partitions = max(1, min(4096, round(rows_**0.5)))
+    config: Any = IvfFlat(distance_type="dot", num_partitions=partitions, max_iterations=10)
+    if vector_index_kind(rows_) == "IVF_SQ":
+        config = IvfSq(distance_type="dot", num_partitions=partitions, max_iterations=10)
+    table.create_index("vector", replace=True, config=config)
+    table.create_index("id", replace=True, config=BTree())
+
+
+def ann_search(
+    table: Table, qv: np.ndarray, k: int, *, where: str | None, nprobes: int, refine: int
+) -> list[tuple[str, float]]:
+    """(id, dot product) of the k nearest rows (matching `where`, when given); with
+    `refine` > 1 the k × refine best by the index are re-scored on the full vectors.
+    `where` is applied to the hits first (prefiltering scans the filter columns of every
+    row, +35 ms at 100k rows), and before the search only when that left fewer than k;
+    even as a post-filter it costs a quarter of a search (13 ms of 52 at 348k chunks)."""
+    result = None
+    for prefilter in (False, True) if where else (False,):
+        query = (
+            table.search(np.asarray(qv, dtype=np.float32), vector_column_name="vector")
+            .distance_type("dot").nprobes(nprobes).select(["id", "_distance"]).limit(k)
+        )  # fmt: skip
+        if where:
+            query = query.where(where, prefilter=prefilter)
+        if refine > 1:
+            query = query.refine_factor(refine)
+        result = query.to_arrow()
+        if result.num_rows >= k:
+            break
+    assert result is not None
+    ids = result.column("id").to_pylist()
+    # LanceDB's dot distance is 1 - q·v; recall scores are q·v as in the in-memory path
+    dist = result.column("_distance").to_pylist()
+    return [(i, 1.0 - float(d)) for i, d in zip(ids, dist, strict=True)]
+
+
+def indexed_tables(tables: Mapping[str, Table]) -> dict[str, str]:
+    """Table name → its vector index id, for the tables that have one."""
+    out = {}
+    for name, table in tables.items():
+        found = vector_index_id(table)
+        if found is not None:
+            out[name] = found
+    return out
+
+
+def ensure_vector_indexes(
+    tables: Mapping[str, Table], dim: int, min_rows: int, retrain: Collection[str] = ()
+) -> list[str]:
+    """Give each vector table holding `min_rows` rows or more a vector index (retrained once
+    the table has doubled since training, when an older release built another kind, or when
+    named in `retrain`); return the tables indexed now. Rows written later are searched
+    exactly beside the index (and folded into it by `optimize`), so results stay complete."""
+    done = []
+    for name, table in tables.items():
+        if dim and needs_vector_index(table, min_rows, name in retrain):
+            with lance_errors(f"create the vector index of {name}"):
+                create_vector_index(table)
+            done.append(name)
+    return done

@@ -1,0 +1,201 @@
+"""Tag extraction: queries as data, the fields of what comes out, one parse shared with the
+chunker, and never an exception."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import indexers.treesitter.tags
+import memserver.core.graph
+from indexers.chunking import FileChunker
+from indexers.treesitter import LANGUAGES
+from indexers.treesitter.registry import query_text, tags_queries
+from indexers.treesitter.tags import extract_tags, parse
+from memserver.core.graph import DEFINITION_KINDS, REFERENCE_KINDS, FileTags, Import
+from memserver.core.types import ChunkOptions
+from tests.indexers.test_chunking import CODE_FIXTURES, RegexTokens
+
+POLYGLOT = Path(__file__).resolve().parent.parent / "fixtures" / "polyglot"
+CAPTURES = {
+    "name", "receiver", "doc", "declared.type", "declared.from", "declaration", "scope",
+    "qualifier", "qualifier.before", "receiver.type", "import", "import.module", "import.name",
+    "import.alias", "import.star", "package", "ignore", "ignore.inside", "local.definition",
+    "local.type", "local.iterable", "local.scope", "local.global", "local.constructor",
+    "annotated", "decorator", "returned",
+}  # fmt: skip
+KIND_PREFIXES = ("definition.", "reference.", "member.")
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_every_language_has_compiling_tags(language: str) -> None:
+    queries = tags_queries(language)
+    assert queries.grouped.pattern_count == queries.flat.pattern_count > 0
+    assert tags_queries(language) is queries  # cached
+
+
+def test_tags_files_use_the_capture_convention() -> None:
+    folder = resources.files("indexers.treesitter").joinpath("queries")
+    stems = [p.name[:-4] for p in folder.iterdir() if p.name.endswith("-tags.scm")]
+    assert len(stems) >= 19
+    for stem in stems:
+        code = "\n".join(line.split(";")[0] for line in query_text(stem).split("\n"))
+        code = re.sub(r'"(?:\\.|[^"\\])*"', '""', code)
+        for capture in set(re.findall(r"@([\w.]+)", code)):
+            if capture.startswith("_") or capture in CAPTURES:
+                continue
+            assert capture.startswith(KIND_PREFIXES), (stem, capture)
+            kind = capture.split(".", 1)[1]
+            if capture.startswith("definition."):
+                assert kind in DEFINITION_KINDS, (stem, capture)
+            else:
+                assert kind in {*REFERENCE_KINDS, "class", "implementation"}, (stem, capture)
+
+
+PYTHON = '''"""A module."""
+import os.path as osp
+from .models import Item, Order as O
+
+LIMIT = 3
+
+
+class Client(Base):
+    """Sends requests.
+
+    More text."""
+
+    retries: int = 2
+
+    @retry(times=3)
+    def send(
+        self, item: Item
+    ) -> Response:
+        from .wire import encode
+        self.sent = encode(item)
+        return self.transport.post(item)  # é
+
+
+def helper(value):
+    # returns the value
+    return value
+'''
+
+
+def test_python_definitions_carry_their_fields() -> None:
+    tags = extract_tags("pkg/client.py", PYTHON, "python")
+    by_name = {d.qualified: d for d in tags.definitions}
+    assert set(by_name) == {"LIMIT", "Client", "Client.retries", "Client.send", "Client.sent",
+                            "helper"}  # fmt: skip
+    client, send = by_name["Client"], by_name["Client.send"]
+    assert (client.kind, client.start_line, client.end_line) == ("class", 8, 21)
+    assert client.doc == "Sends requests." and client.signature == "class Client(Base):"
+    assert (send.kind, send.parent, send.start_line, send.name_line) == ("method", "Client", 16, 16)
+    assert send.signature == "def send(" and send.declared_type == "Response"
+    assert by_name["Client.retries"].declared_type == "int"
+    assert by_name["Client.sent"].declared_type == "encode"  # what it is made from
+    assert by_name["LIMIT"].kind == "constant" and by_name["helper"].doc == ""
+
+
+def test_python_references_imports_and_scopes() -> None:
+    tags = extract_tags("pkg/client.py", PYTHON, "python")
+    refs = {(r.name, r.line): r for r in tags.references}
+    post = refs[("post", 21)]
+    assert (post.kind, post.qualifier, post.enclosing) == ("call", "self.transport", "Client.send")
+    assert refs[("Base", 8)].kind == "inherit" and refs[("retry", 15)].kind == "call"
+    assert refs[("Item", 17)].kind == "type" and refs[("encode", 20)].kind == "call"
+    assert ("value", 26) not in refs  # a parameter is not a reference to a definition
+    assert ("item", 21) not in refs
+    assert refs[("Item", 3)].kind == "import" and refs[("Item", 3)].qualifier == ".models"
+    assert set(tags.imports) == {
+        Import("pkg/client.py", "os.path", "", "osp", 2),
+        Import("pkg/client.py", ".models", "Item", "", 3),
+        Import("pkg/client.py", ".models", "Order", "O", 3),
+        Import("pkg/client.py", ".wire", "encode", "", 19, enclosing="Client.send"),
+    }
+
+
+def test_columns_count_characters_not_bytes() -> None:
+    text = 'x = "é"; y = f(x)\n'
+    (call,) = [r for r in extract_tags("a.py", text, "python").references if r.name == "f"]
+    assert call.column == text.index("f(")
+
+
+@pytest.mark.parametrize("name", sorted(CODE_FIXTURES))
+def test_chunk_symbols_are_the_graphs_qualified_names(name: str) -> None:
+    text = (POLYGLOT / name).read_text(encoding="utf-8")
+    language = CODE_FIXTURES[name]
+    tags = extract_tags(name, text, language)
+    qualified = {d.qualified for d in tags.definitions}
+    chunks = FileChunker(ChunkOptions(max_tokens=80, min_tokens=0), RegexTokens()).chunk(
+        name, text, language
+    )
+    for c in chunks.chunks:
+        if c.kind in ("function", "method") and ", " not in c.symbol:
+            assert c.symbol.strip("\"'") in qualified, (c.symbol, sorted(qualified))
+
+
+@pytest.mark.parametrize("name", sorted(CODE_FIXTURES))
+def test_chunk_and_tag_share_one_parse_and_give_what_each_gives_alone(name: str) -> None:
+    text = (POLYGLOT / name).read_text(encoding="utf-8")
+    language = CODE_FIXTURES[name]
+    chunker = FileChunker(ChunkOptions(), RegexTokens())
+    chunks, tags = chunker.chunk_and_tag(name, text, language)
+    assert chunks == chunker.chunk(name, text, language)
+    assert tags == extract_tags(name, text, language, parse(text, language))
+    assert tags.definitions
+
+
+def test_chunk_and_tag_gives_no_tags_where_chunks_are_line_windows() -> None:
+    chunker = FileChunker(ChunkOptions(), RegexTokens())
+    for text, language in [("# Title\n\nbody\n", "markdown"), ("a: 1\n", "yaml")]:
+        assert chunker.chunk_and_tag("f", text, language)[1] == FileTags("f", language)
+    minified = "var a=[" + ",".join(str(i) for i in range(40_000)) + "];\n"
+    result, tags = chunker.chunk_and_tag("m.js", minified, "javascript")
+    assert result.fallback_reason and tags == FileTags("m.js", "javascript")
+
+
+def test_a_cpp_header_named_dot_h_is_tagged_as_cpp() -> None:
+    header = "namespace geo {\nclass Box {\n public:\n  double area() const;\n};\n}\n"
+    for tags in (
+        extract_tags("box.h", header, "c"),
+        FileChunker(ChunkOptions(), RegexTokens()).chunk_and_tag("box.h", header, "c")[1],
+    ):
+        assert tags.language == "cpp"
+        assert {d.qualified for d in tags.definitions} == {"geo", "geo.Box", "geo.Box.area"}
+
+
+def test_unknown_languages_and_empty_files_give_empty_tags() -> None:
+    assert extract_tags("notes.txt", "hello", "text") == FileTags("notes.txt", "text")
+    for language in sorted(LANGUAGES):
+        assert extract_tags("f", "", language) == FileTags("f", language, package="")
+
+
+_CODEISH = st.text(
+    alphabet="abc xyz(){}[]<>;:=.,#/*\"'\\@\t\r\n-+def class fn import é", max_size=300
+)
+
+
+@settings(
+    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(text=_CODEISH, language=st.sampled_from(sorted(LANGUAGES)))
+def test_never_raises_on_arbitrary_text(text: str, language: str) -> None:
+    tags = extract_tags("f", text, language)
+    rows = text.split("\n")
+    for d in tags.definitions:
+        assert 1 <= d.start_line <= d.end_line <= len(rows)
+    for r in tags.references:
+        assert 1 <= r.line <= len(rows) and r.kind in REFERENCE_KINDS
+
+
+def test_public_surface() -> None:
+    assert indexers.treesitter.tags.__all__ == ["extract_tags", "parse"]
+    assert set(memserver.core.graph.__all__) == {
+        "CLASS_KINDS", "DEFINITION_KINDS", "REFERENCE_KINDS", "Definition", "FileTags",
+        "Import", "Reference",
+    }  # fmt: skip

@@ -1,0 +1,62 @@
+"""The watcher's writer (LiveIndex) without file events: batches given by hand, real stores."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from indexers.watcher import Batch
+from memserver.ingest.live import LiveIndex
+from memserver.ingest.pipeline import _STEP
+from tests.e2e.crashkit import snapshot
+
+
+def _batch(*paths: str) -> Batch:
+    return Batch(frozenset(paths), False, False, len(paths), time.monotonic())
+
+
+def _module(n: int) -> str:
+    return "\n\n".join(f"def step_{n}_{j}(value):\n    return value * {j + 2}\n" for j in range(6))
+
+
+def test_embedding_gives_way_to_waiting_changes_and_finishes_when_quiet(
+    sample_repo: Path, make_engine
+) -> None:
+    engine = make_engine(sample_repo)
+    engine.index()
+    waiting = [True]
+    live = LiveIndex(engine, should_yield=lambda: waiting[0])
+    paths = [f"src/mod_{n}.py" for n in range(_STEP + 4)]
+    for n, path in enumerate(paths):
+        (sample_repo / path).write_text(_module(n))
+    report = live.apply(_batch(*paths))
+    # the keyword phase is whole; the embedding stopped after its first step, and kept it
+    assert report.files_indexed == len(paths) and report.chunks_embedded == _STEP
+    assert report.chunks_unembedded == 4 and live.embedding_left
+    assert engine.open_store().chunks.count_unembedded() == 4
+    assert "def step_19_5" in engine.recaller(rerank=False).recall("step_19_5").evidence[0].text
+
+    waiting[0] = False
+    live.tick()  # what the watcher calls once the tree is quiet
+    assert not live.embedding_left
+    got = snapshot(sample_repo, engine.index_dir)
+    assert got["unembedded"] == 0 and not got["dirty"]
+    clean = make_engine(sample_repo, index_dir=sample_repo.parent / "clean")
+    clean.index()
+    assert got == snapshot(sample_repo, clean.index_dir)
+
+
+def test_a_steady_stream_is_compacted_without_waiting_for_quiet(
+    sample_repo: Path, make_engine
+) -> None:
+    engine = make_engine(sample_repo)
+    engine.index()
+    live = LiveIndex(engine, housekeep_after=2, should_yield=lambda: False)
+    target = sample_repo / "src/config.py"
+    for n in range(3):
+        target.write_text(target.read_text() + f"\n\ndef added_{n}(v):\n    return v\n")
+        live.apply(_batch("src/config.py"))
+        # compacted after the second changing batch, counting again from the third
+        assert live.commits_since_housekeeping == [1, 0, 1][n]
+    fragments = engine.open_store().table("chunks").stats()["fragment_stats"]["num_fragments"]
+    assert fragments <= 3

@@ -1,0 +1,119 @@
+"""The recall view brought up to date by reading only what changed equals a fresh load."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from indexers.watcher import Batch
+from memserver.core.requests import Note
+from memserver.ingest.live import LiveIndex
+from memserver.memory.consolidate import Consolidator
+from memserver.store.leanview import LeanSnapshot
+from memserver.store.readview import MemorySnapshot as Snapshot
+from memserver.store.readview import load_snapshot
+
+QUERIES = ["retry with backoff", "load_settings timeout", "registerRoutes", "deploy script"]
+
+
+def _same(got: Snapshot, want: Snapshot) -> None:
+    assert got.chunks == want.chunks
+    assert got.row == want.row and got.addresses == want.addresses
+    assert np.array_equal(got.embedded, want.embedded)
+    assert (got.vectors is None) == (want.vectors is None)
+    if want.vectors is not None:
+        assert np.array_equal(got.vectors, want.vectors)
+    assert got.by_symbol == want.by_symbol and got.by_path == want.by_path
+    assert got.following == want.following and got.files == want.files
+    assert got.turns == want.turns
+    assert got.memory_ids == want.memory_ids and got.memory_row == want.memory_row
+    assert got.memory_source == want.memory_source
+    assert got.memory_source_ids == want.memory_source_ids
+    assert got.memory_status == want.memory_status and got.memory_scope == want.memory_scope
+    assert got.stale_rows == want.stale_rows
+    assert (got.memory_vectors is None) == (want.memory_vectors is None)
+    if want.memory_vectors is not None:
+        assert np.array_equal(got.memory_vectors, want.memory_vectors)
+
+
+def _check(engine, recaller) -> Snapshot:
+    """The long-lived recaller's view equals a fresh load, and recalls the same."""
+    snap = recaller.snapshots()
+    _same(snap, load_snapshot(engine.open_store(), with_memories=True))
+    fresh = engine.recaller(rerank=False)
+    for query in QUERIES:
+        got, want = recaller.recall(query, rerank=False), fresh.recall(query, rerank=False)
+        assert [(e.id, e.score, e.stale) for e in got.evidence] == [
+            (e.id, e.score, e.stale) for e in want.evidence
+        ], query
+    return snap
+
+
+def _reindex(live: LiveIndex, *paths: str) -> None:
+    """What the watcher does for changed paths (no compaction, unlike `memserver index`)."""
+    live.apply(Batch(frozenset(paths), False, False, len(paths), time.monotonic()))
+
+
+def test_refresh_reads_only_what_changed_and_equals_a_fresh_load(
+    sample_repo: Path, make_engine
+) -> None:
+    engine = make_engine(sample_repo)
+    engine.index()
+    live = LiveIndex(engine)
+    recaller = engine.recaller(rerank=False)
+    first = recaller.snapshots()
+    assert recaller.snapshots() is first  # nothing changed: nothing read
+
+    # an edit: one function changes, one is added above another (which moves down)
+    cfg = sample_repo / "src/config.py"
+    text = cfg.read_text().replace("30)", "60)")
+    cfg.write_text("def added_first(x):\n    return x\n\n\n" + text)
+    (sample_repo / "src/extra.py").write_text("def brand_new(v):\n    return v * 2\n")
+    _reindex(live, "src/config.py", "src/extra.py")
+    snap = _check(engine, recaller)
+    assert any(c.path == "src/extra.py" for c in snap.chunks)
+    untouched = [c for c in snap.chunks if c.path == "web/app.js"]
+    assert untouched and all(c is first.chunks[first.row[c.id]] for c in untouched)
+
+    # notes, a note about code going stale, forgetting with erasure, a deleted file
+    svc = engine.memory_service()
+    svc.remember(Note("The deploy script lives in ops/deploy.sh. We run it weekly."))
+    svc.remember(Note("The deploy script lives in ops/deploy.sh. Ask Dana first."))
+    cited = svc.remember(Note("load_settings fills in a 60 second timeout.",
+                              paths=("src/config.py",)))  # fmt: skip
+    noted = _check(engine, recaller)
+    kept = [m for m in snap.memory_ids if m in noted.memory_row]
+    assert kept and all(
+        noted.memory_source_ids[noted.memory_row[m]] is snap.memory_source_ids[snap.memory_row[m]]
+        for m in kept
+    )
+    cfg.write_text(cfg.read_text().replace("60)", "90)"))
+    (sample_repo / "web/app.js").unlink()
+    _reindex(live, "src/config.py", "web/app.js")
+    snap = _check(engine, recaller)
+    assert snap.stale_rows == {snap.row[cited.note_id]}
+    svc.forget([cited.note_id], reason="wrong", erase=True)
+    _check(engine, recaller)
+    Consolidator(engine.open_store()).run()
+    _check(engine, recaller)
+
+    # `memserver index` compacts: every row is written anew, and the view still agrees
+    (sample_repo / "docs/guide.md").write_text("# Guide\n\nShorter now.\n")
+    engine.index()
+    _check(engine, recaller)
+
+
+def test_growing_past_ann_min_rows_switches_to_the_lean_view(
+    sample_repo: Path, make_engine
+) -> None:
+    engine = make_engine(sample_repo)
+    engine.index()
+    count = engine.open_store().chunks.count_current()
+    big = make_engine(sample_repo, overrides={"recall": {"ann_min_rows": count + 1}})
+    recaller = big.recaller(rerank=False)
+    assert not isinstance(recaller.snapshots(), LeanSnapshot)
+    (sample_repo / "src/extra.py").write_text("def brand_new(v):\n    return v * 2\n")
+    engine.index()
+    assert isinstance(recaller.snapshots(), LeanSnapshot)
