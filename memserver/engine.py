@@ -275,6 +275,7 @@ class Engine:
             distiller=self.distiller(),
             keep_versions=timedelta(minutes=self.settings.watch.keep_versions_minutes),
             root=self.root, max_file_bytes=self.settings.index.max_file_bytes,
+            memory_vectors=self.settings.index.memory_vectors,
         )  # fmt: skip
 
     def recaller(self, *, rerank: bool = True, store: IndexStore | None = None) -> Recaller:
