@@ -129,7 +129,7 @@ class Indexer:
                 hint="fix the value in your config file or MEMSERVER_INDEX_MEMORY_VECTORS",
             )
         self.memory_vectors = memory_vectors
-        self.keyword_only = _DERIVED if memory_vectors == "none" else ()
+        self.keyword_only = keyword_only(memory_vectors)
         # what the read of each file is checked against (the walk's rules, again)
         self.root_real = os.path.realpath(root if root is not None else store.meta.root or ".")
         self.max_file_bytes = max_file_bytes
@@ -478,6 +478,11 @@ def _moved(existing: dict[str, Chunk], stored: dict[str, tuple[bool, Place]]) ->
     }
 
 
+def keyword_only(memory_vectors: str) -> tuple[str, ...]:
+    """The distillers whose memories get no vector under `memory_vectors`."""
+    return _DERIVED if memory_vectors == "none" else ()
+
+
 def _steps(order: list[int], texts: Sequence[str], most: int) -> Iterator[list[int]]:
     """`order` cut into steps of at most `most` texts and about `_STEP_CHARS` characters."""
     part: list[int] = []
@@ -497,4 +502,4 @@ def _batched(items: Sequence[_FilePlan], size: int) -> Iterator[Sequence[_FilePl
         yield items[i : i + size]
 
 
-__all__ = ["Indexer", "to_chunks"]
+__all__ = ["MEMORY_VECTORS", "Indexer", "keyword_only", "to_chunks"]

@@ -104,3 +104,36 @@ def test_an_unknown_memory_vectors_setting_is_refused(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", SAMPLE)
     with pytest.raises(ConfigError, match="memory_vectors"):
         _engine(root, "some").index()
+
+
+class _Recorder:
+    """A `Progress` that keeps what it was told: phase → (total, advanced)."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, list[int]] = {}
+        self._at = ""
+
+    def start(self, phase: str, total: int) -> None:
+        self._at = phase
+        self.phases[phase] = [total, 0]
+
+    def advance(self, n: int = 1) -> None:
+        self.phases[self._at][1] += n
+
+    def finish(self) -> None:
+        pass
+
+
+def test_progress_counts_chunks_and_memories_apart_as_the_summary_does(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", SAMPLE)
+    seen = _Recorder()
+    report = _engine(root).index(progress=seen)
+    assert seen.phases["chunks"] == [report.chunks_embedded] * 2
+    assert seen.phases["memories"] == [report.memories_embedded] * 2
+    # a second tree with a file moved: copied vectors count where the model's would
+    shutil.move(root / "src/config.py", root / "src/settings.py")
+    seen = _Recorder()
+    moved = _engine(root).index(progress=seen)
+    assert moved.chunks_reused > 0
+    assert seen.phases["chunks"] == [moved.chunks_embedded] * 2
+    assert seen.phases["memories"] == [moved.memories_embedded] * 2
