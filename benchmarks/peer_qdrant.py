@@ -14,7 +14,8 @@ package in the queries file (e.g. `.../corpora/click`).
 Per corpus, in this order, in one run:
 
 1. `memserver index CORPUS --index-dir <fresh> --embedder <MiniLM> --json` in a
-   subprocess: wall seconds to fully embedded, peak RSS, its own report. The
+   subprocess (given the `MEMSERVER_INDEX_*` settings of this environment): wall
+   and CPU seconds to fully embedded, peak RSS, its own report. The
    current file chunks are then read from the index's LanceDB `chunks` table
    (read-only; a benchmark may look inside the store, memserver has no export).
 2. mcp-server-qdrant over MCP stdio, in an environment holding only PATH, HOME,
@@ -380,7 +381,8 @@ def bench_corpus(
     cwork.mkdir(parents=True)
     index_dir = cwork / "memserver.index"
     log(f"{name}: memserver index (cold)")
-    indexed = run_index([memserver_command()], root, index_dir, model_env())
+    settings = {k: v for k, v in os.environ.items() if k.startswith("MEMSERVER_INDEX_")}
+    indexed = run_index([memserver_command()], root, index_dir, {**model_env(), **settings})
     chunks = read_chunks(index_dir)[: args.max_chunks or None]
     vectors = count_vectors(index_dir)
     log(f"{name}: {len(chunks)} chunks; peer stores them one by one")
