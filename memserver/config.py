@@ -31,6 +31,7 @@ class IndexSettings:
     lock_timeout_seconds: float = 10.0
     batch_files: int = 200
     embed_batch_chunks: int = 256
+    memory_vectors: str = "own"  # "own", "chunk" or "none" (see configs/default.toml)
 
     def walk_options(self) -> WalkOptions:
         return WalkOptions(
