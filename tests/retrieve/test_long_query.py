@@ -252,3 +252,14 @@ def test_a_named_symbol_counts_within_its_file_by_the_name_weight(functions) -> 
     assert heavy[0] == "merge_cookies"  # the one function the issue names
     assert sorted(plain) == sorted(heavy)  # the same chunks, re-ordered
 
+
+def test_a_map_lists_more_places_for_its_first_files_best_first(functions) -> None:
+    from memserver.retrieve.codemap import PLACES
+
+    result = functions.recall(PASSING, format="map")
+    first = result.files[0]
+    assert first.path == "lib/redirects.py"
+    assert first.symbols[0].name == "follow_redirects"  # best first, not by line
+    assert len(first.symbols) == min(PLACES[0], 3)  # the module's three functions, up to PLACES
+    for i, f in enumerate(result.files):
+        assert len(f.symbols) <= (PLACES[i] if i < len(PLACES) else 1)
