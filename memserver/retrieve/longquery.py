@@ -18,7 +18,7 @@ are re-ordered by it before stage 3; when it answers None, recall's own order st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -88,8 +88,11 @@ def retrieve_long(
     ranked: dict[str, Ranked] = {}
     weights: dict[str, float] = {}
     via: Via = {}
-    hits = keyword.search_weighted(terms, depth * 5 if mask is not None else depth)
-    ranked["bm25"] = _allowed(snap, hits, mask)[:depth]
+    # one keyword search serves the arm (its first `depth`) and the order within files
+    deep = max(depth, s.within_file_candidates)
+    hits = _allowed(snap, keyword.search_weighted(terms, deep * 5 if mask is not None else deep),
+                    mask)  # fmt: skip
+    ranked["bm25"] = hits[:depth]
     weights["bm25"] = 1.0
     dense_rows: list[tuple[int, float]] = []
     for i, qv in enumerate(qvs):
@@ -141,6 +144,7 @@ def retrieve_long(
         k,
         s.second_chunk_weight,
         limit=3 * k,
+        words=dict(hits),
         named=names_symbol(task),
         name_weight=s.chunk_name_weight,
     )
@@ -183,22 +187,27 @@ def _spread(
     snap: Snapshot, keyword: KeywordIndex, terms: Sequence[tuple[str, float]],
     files: Sequence[FileRank], fused: Sequence[Fused], via: Via, mask: np.ndarray | None,
     evidence_of: EvidenceOf, k: int, decay: float, limit: int,
-    named: Callable[[str], float] = lambda _: 0.0, name_weight: float = 0.0,
+    words: Mapping[str, float] | None = None, named: Callable[[str], float] = lambda _: 0.0,
+    name_weight: float = 0.0,
 ) -> list[Evidence]:  # fmt: skip
-    """Each file's chunks in their order within it (`_within_file`), files in rank order,
-    then dealt out: a file's n-th chunk scores its file's score times `decay`**n (0: every
-    file's first chunk before any second one); the first `limit` items become evidence."""
+    """Each file's chunks in their order within it (`_within_file`, from the keyword arm's
+    scores `words`), files in rank order, then dealt out: a file's n-th chunk scores its
+    file's score times `decay`**n (0: every file's first chunk before any second one); the
+    first `limit` items become evidence."""
     rank = {f.path: i for i, f in enumerate(files)}
     per_file: dict[str, list[Fused]] = {f.path: [] for f in files}
-    rows = snap.rows_of([c.id for c in fused])
-    for c, row in zip(fused, rows, strict=True):
+    seen = {c.id for c in fused}
+    deeper = [Fused(cid, 0.0, ("bm25",)) for cid in (words or {}) if cid not in seen]
+    everyone = [*fused, *deeper]
+    rows = snap.rows_of([c.id for c in everyone])
+    for c, row in zip(everyone, rows, strict=True):
         if row is not None:
             path = snap.path_at(row)
-            if path in per_file and len(per_file[path]) < k:
+            if path in per_file:
                 per_file[path].append(c)
-    for f in files[:limit]:  # only these can place a chunk among the first `limit`
+    for f in files:
         per_file[f.path] = _within_file(snap, keyword, terms, f.path, per_file[f.path], mask,
-                                        k, named, name_weight)  # fmt: skip
+                                        k, words or {}, named, name_weight)  # fmt: skip
     dealt = [(f.score * decay**depth, -i, -depth, item) for i, f in enumerate(files)
              for depth, item in enumerate(per_file[f.path])]  # fmt: skip
     dealt.sort(key=lambda d: d[:3], reverse=True)
@@ -215,24 +224,27 @@ def _spread(
 
 def _within_file(
     snap: Snapshot, keyword: KeywordIndex, terms: Sequence[tuple[str, float]], path: str,
-    candidates: Sequence[Fused], mask: np.ndarray | None, k: int,
+    candidates: Sequence[Fused], mask: np.ndarray | None, k: int, words: Mapping[str, float],
     named: Callable[[str], float], name_weight: float,
 ) -> list[Fused]:  # fmt: skip
-    """A file's chunks best first: the keyword score of each against the whole query
-    within the file (scaled to the file's best), plus `name_weight` where the query names
-    the chunk's symbol (`named`: 0..1). The fused order across the repository mixes in the
-    exact-name arm's ranks and cuts at its depth; within one file, the chunk the query's
-    words describe best was the gold function more often (DEV issues: first 47% vs 44%)."""
-    inside = _allowed(snap, keyword.search_weighted(terms, k, path=path), mask)
-    if not inside and not candidates:
-        inside = [(snap.id_at(r), 0.0) for r in list(snap.rows_in_file(path))[:1]
-                  if mask is None or mask[r]]  # fmt: skip
-    words = dict(inside)
-    best = max(words.values(), default=0.0) or 1.0
-    pool = list(dict.fromkeys([*words, *(c.id for c in candidates)]))
+    """A file's first `k` chunks, best first: each candidate's keyword score against the
+    whole query (`words`: the keyword arm's, scaled to the file's best), plus `name_weight`
+    where the query names the chunk's symbol (`named`: 0..1). The fused order mixes in the
+    exact-name arm's ranks across the repository; within one file the chunk the query's
+    words describe best was the fix's function more often (DEV issues: first 47% vs 44%).
+    A file no keyword hit reached (found by its name or as a whole) gets its chunks by a
+    keyword search within it."""
+    scores = {c.id: words[c.id] for c in candidates if c.id in words}
+    if not scores:
+        scores = dict(_allowed(snap, keyword.search_weighted(terms, k, path=path), mask))
+    if not scores and not candidates:
+        scores = {snap.id_at(r): 0.0 for r in list(snap.rows_in_file(path))[:1]
+                  if mask is None or mask[r]}  # fmt: skip
+    best = max(scores.values(), default=0.0) or 1.0
+    pool = list(dict.fromkeys([*scores, *(c.id for c in candidates)]))
     arms_of = {c.id: c.arms for c in candidates}
     symbols = dict(zip(pool, _symbols(snap, pool), strict=True))
-    scored = {cid: words.get(cid, 0.0) / best + name_weight * named(symbols[cid])
+    scored = {cid: scores.get(cid, 0.0) / best + name_weight * named(symbols[cid])
               for cid in pool}  # fmt: skip
     first = {cid: i for i, cid in enumerate(pool)}
     order = sorted(pool, key=lambda cid: (-scored[cid], first[cid]))[:k]

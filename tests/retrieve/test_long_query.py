@@ -236,15 +236,20 @@ def test_a_files_chunks_come_best_described_first(functions) -> None:
 
 def test_a_named_symbol_counts_within_its_file_by_the_name_weight(functions) -> None:
     from memserver.retrieve.files import names_symbol
+    from memserver.retrieve.fuse import Fused
     from memserver.retrieve.longquery import _within_file
     from memserver.text.task import parse_task
 
     snap = functions.snapshots()
     terms = _terms(functions, PASSING)
+    mine = {snap.id_at(r) for r in snap.rows_in_file("lib/redirects.py")}
 
     def order(weight: float) -> list[str]:
-        chunks = _within_file(snap, functions.keyword, terms, "lib/redirects.py", [], None,
-                              10, names_symbol(parse_task(PASSING)), weight)  # fmt: skip
+        words = dict(functions.keyword.search_weighted(terms, 100))  # the keyword arm's
+        candidates = [Fused(cid, 0.0, ("bm25",)) for cid in words]
+        chunks = _within_file(snap, functions.keyword, terms, "lib/redirects.py",
+                              [c for c in candidates if c.id in mine], None, 10, words,
+                              names_symbol(parse_task(PASSING)), weight)  # fmt: skip
         return [snap.symbol_at(r) for r in snap.rows_of([c.id for c in chunks]) if r is not None]
 
     plain, heavy = order(0.0), order(10.0)
