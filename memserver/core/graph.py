@@ -7,6 +7,8 @@ Lines are 1-based; columns are 0-based character offsets into the line.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Definition kinds. Class-like kinds nest methods; "module" is a namespace whose functions
@@ -29,6 +31,9 @@ DEFINITION_KINDS = frozenset(
     }
 )
 CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
+# Bump when extraction (`indexers.treesitter.tags`) gives other tags for the same text: every
+# file's graph rows belong to another version then, and indexing passes every file again.
+GRAPH_VERSION = 1
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
 
@@ -105,12 +110,41 @@ class FileTags:
     package: str = ""  # declared package/namespace (Java, Kotlin, Scala, Go, C#, PHP), or ""
 
 
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """One file's graph as the index holds it: its tags, the version they belong to, the
+    row ids of its definitions and, per definition and per reference (in the tags' order),
+    the id of the chunk it sits in."""
+
+    tags: FileTags
+    version: str
+    definition_ids: tuple[str, ...] = ()
+    definition_chunks: tuple[str, ...] = ()
+    reference_chunks: tuple[str, ...] = ()
+
+
+def file_version(path: str, content_hash: str, chunk_ids: Sequence[str]) -> str:
+    """The key of one indexed version of a file's graph: 24 hex of sha256 over the graph
+    version, the path, the file's content hash and the ids of the chunks it was cut into
+    (the rows name their chunk, and lines move when only blank lines do). The files
+    manifest holds all three, so the stored rows of the current version can always be
+    told from those of another one."""
+    h = hashlib.sha256()
+    for part in (str(GRAPH_VERSION), path, content_hash, *chunk_ids):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
 __all__ = [
     "CLASS_KINDS",
     "DEFINITION_KINDS",
+    "GRAPH_VERSION",
     "REFERENCE_KINDS",
     "Definition",
     "FileTags",
     "Import",
     "Reference",
+    "StoredFile",
+    "file_version",
 ]

@@ -10,15 +10,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memserver.core.graph import FileTags
 from memserver.core.types import Chunk, FileRecord, ForgetRule, Memory
 
 __all__ = [
-    "ConsolidationWrite", "FileChanges", "ForgetPlan", "NoteWrite", "Place", "Revision", "Vectors",
+    "ConsolidationWrite", "FileChanges", "FileGraph", "ForgetPlan", "NoteWrite", "Place",
+    "Revision", "Vectors",
 ]  # fmt: skip
 
 Place = tuple[int, int, str, str]  # where a chunk sits in its file: start, end, symbol, header
 Vectors = Mapping[str, Sequence[float]]  # row id → vector
 EventRow = tuple[str, Sequence[str], str, str]  # (op, targets, before, after)
+
+
+@dataclass(frozen=True)
+class FileGraph:
+    """The code graph of one file as it is indexed now: its tags (empty for a file that is
+    not code), the key of this version (`core.graph.file_version` of its manifest record)
+    and the chunks it was cut into, as (id, first line, last line) in file order."""
+
+    tags: FileTags
+    version: str
+    chunks: Sequence[tuple[str, int, int]] = ()
 
 
 @dataclass(frozen=True)
@@ -38,7 +51,8 @@ class FileChanges:
     follow_origin: bool = False  # code memories exist: those of closed chunks turn stale
     notes_stale: Sequence[str] = ()  # notes citing closed chunks: active → stale
     records: Sequence[FileRecord] = ()  # manifest rows (written last: the commit point)
-    removed_paths: Sequence[str] = ()  # manifest rows to drop
+    removed_paths: Sequence[str] = ()  # manifest rows to drop (their graph rows close too)
+    graphs: Sequence[FileGraph] = ()  # the code graph of every file in `records` that changed
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from indexers.walk import read_source
+from memserver.core.graph import FileTags, file_version
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import (
@@ -26,7 +27,7 @@ from memserver.core.types import (
     PathSet,
     SourceFile,
 )
-from memserver.core.writes import FileChanges, Place
+from memserver.core.writes import FileChanges, FileGraph, Place
 from memserver.ingest.memories import MemoryPlanner
 from memserver.store.index import IndexStore
 from memserver.text.passages import embed_text
@@ -168,11 +169,23 @@ class Indexer:
 
     # -- phase 1: chunks into the stores ----------------------------------------
 
-    def _chunk(self, fp: _FilePlan, report: IndexReport) -> list[Chunk]:
-        result = self.chunker.chunk(fp.source.path, fp.text, fp.source.language)
+    def _chunk(self, fp: _FilePlan, report: IndexReport, graphs: list[FileGraph]) -> list[Chunk]:
+        """The file's chunks; its code graph (tags from the same parse) joins `graphs`."""
+        s = fp.source
+        tagging = getattr(self.chunker, "chunk_and_tag", None)  # the code graph's chunker
+        if tagging is not None:
+            result, tags = tagging(s.path, fp.text, s.language)
+        else:
+            result, tags = (
+                self.chunker.chunk(s.path, fp.text, s.language),
+                FileTags(s.path, s.language),
+            )
         if result.fallback_reason:
             report.parse_fallbacks[fp.source.path] = result.fallback_reason
-        return to_chunks(self.store.meta.project, result.chunks)
+        chunks = to_chunks(self.store.meta.project, result.chunks)
+        version = file_version(s.path, fp.digest, [c.id for c in chunks])
+        graphs.append(FileGraph(tags, version, [(c.id, c.start_line, c.end_line) for c in chunks]))
+        return chunks
 
     def _apply(
         self,
@@ -187,7 +200,8 @@ class Indexer:
         new: list[Chunk] = []
         existing: dict[str, Chunk] = {}
         records: list[FileRecord] = []
-        cut = [(fp, self._chunk(fp, report)) for fp in batch]
+        graphs: list[FileGraph] = []
+        cut = [(fp, self._chunk(fp, report, graphs)) for fp in batch]
         ids = {c.id for _, chunks in cut for c in chunks}
         old_ids = {cid for fp, _ in cut if fp.old for cid in fp.old.chunk_ids}
         wanted = ids & states.keys() if complete else ids | (old_ids - states.keys())
@@ -222,7 +236,7 @@ class Indexer:
             moved_chunks=[existing[cid] for cid in moved], closed=gone,
             memories_added=fresh, memories_revived=revived, memories_searchable=live,
             memories_hidden=hidden, follow_origin=self.distiller is not None,
-            notes_stale=memories.chunks_closed(gone), records=records,
+            notes_stale=memories.chunks_closed(gone), records=records, graphs=graphs,
         ))  # fmt: skip
         for c in new:
             states[c.id] = True

@@ -196,6 +196,6 @@ def test_never_raises_on_arbitrary_text(text: str, language: str) -> None:
 def test_public_surface() -> None:
     assert indexers.treesitter.tags.__all__ == ["extract_tags", "parse"]
     assert set(memserver.core.graph.__all__) == {
-        "CLASS_KINDS", "DEFINITION_KINDS", "REFERENCE_KINDS", "Definition", "FileTags",
-        "Import", "Reference",
+        "CLASS_KINDS", "DEFINITION_KINDS", "GRAPH_VERSION", "REFERENCE_KINDS", "Definition",
+        "FileTags", "Import", "Reference", "StoredFile", "file_version",
     }  # fmt: skip
