@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from memserver.ingest.pipeline import Indexer
     from memserver.memory.consolidate import Consolidator
     from memserver.memory.service import MemoryService
+    from memserver.navigate.service import Navigator
+    from memserver.navigate.view import GraphView
     from memserver.retrieve.attribute import Attributor
     from memserver.retrieve.recall import Expander, Recaller
     from memserver.store.browse import Browser
@@ -307,6 +309,28 @@ class Engine:
             self.open_store(), affinity=c.affinity, neighbours=c.neighbours,
             half_life_days=c.half_life_days, lock_timeout=self.lock_timeout,
         )  # fmt: skip
+
+    # -- the code graph (navigate/) ----------------------------------------------------
+
+    def graph_view(self, store: IndexStore) -> GraphView:
+        """The code graph of `store` in memory, one per store (navigation and recall share it)."""
+        from memserver.navigate.view import GraphView
+
+        views: dict[int, tuple[IndexStore, GraphView]] = self.__dict__.setdefault("_graphs", {})
+        held = views.get(id(store))
+        if held is None or held[0] is not store:
+            held = views[id(store)] = (store, GraphView(store))
+        return held[1]
+
+    def navigator(self, store: IndexStore | None = None) -> Navigator:
+        """outline, symbol, references and neighbours over the stored code graph."""
+        from memserver.navigate.service import Navigator
+
+        view = self.graph_view(store or self.open_store())
+        return Navigator(view.get, self.tokens, root=self.root,
+                         budget_tokens=self.settings.recall.budget_tokens)  # fmt: skip
+
+    # ----------------------------------------------------------------------------------
 
     def browser(self, store: IndexStore | None = None) -> Browser:
         """Read-only views of the index for a person (the review page)."""
