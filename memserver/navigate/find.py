@@ -25,8 +25,8 @@ _VALUES = frozenset({"field", "variable", "constant"})  # used, not called: no c
 
 def symbol_item(g: GraphIndex, d: Definition, stale: bool = False) -> SymbolItem:
     return SymbolItem(
-        id=g.def_id[d], path=d.path, start_line=d.start_line, end_line=d.end_line,
-        symbol=d.qualified, kind=d.kind, signature=d.signature, chunk_id=g.def_chunk[d],
+        id=g.def_id(d), path=d.path, start_line=d.start_line, end_line=d.end_line,
+        symbol=d.qualified, kind=d.kind, signature=d.signature, chunk_id=g.def_chunk(d),
         language=d.language, doc=d.doc, stale=stale,
     )  # fmt: skip
 
@@ -42,7 +42,7 @@ def symbols(g: GraphIndex, name: str) -> list[Definition]:
     module-qualified (`pkg.utils.send`) or in a file (`utils.py:send`); best first."""
     text = name.strip()
     if SYMBOL_ID.match(text):
-        found = g.by_id.get(text)
+        found = g.by_id(text)
         return [found] if found is not None else []
     hits = g.lookup(text)
     exact = [d for d in hits if d.qualified == text or d.name == text.rsplit(".", 1)[-1]]
@@ -63,7 +63,7 @@ def definitions_for(g: GraphIndex, name_or_id: str) -> list[Definition]:
     chunk id (those that start in it; else the innermost around it), or a name."""
     text = name_or_id.strip()
     if CHUNK_ID.match(text):
-        inside = g.defs_in_chunk.get(text, [])
+        inside = g.defs_in_chunk(text)
         return [d for d in inside if d.kind != "field"] or inside
     return symbols(g, text)
 
@@ -84,7 +84,7 @@ def references(
         target = ""
         if several:
             hit = [d for d in g.targets(r) if d in targets]
-            target = g.def_id[hit[0]] if hit else ""
+            target = g.def_id(hit[0]) if hit else ""
         out.append(_ref_item(g, at, target, stale(r.path)))
     return out
 
@@ -114,7 +114,7 @@ def neighbours(
     frontier = list(start)
     for level in range(1, depth + 1):
         following: list[Definition] = []
-        refs_out = g.refs_in_chunk.get(chunk, []) if chunk and level == 1 else None
+        refs_out = g.refs_in_chunk(chunk) if chunk and level == 1 else None
         for found, direction in (
             (_callees(g, frontier, refs_out), "callee"),
             (_callers(g, frontier), "caller"),
@@ -150,9 +150,9 @@ def _callees(g: GraphIndex, frontier: Sequence[Definition], refs: Sequence[RefAt
         for target in g.targets(at.ref):
             if target in frontier or target.kind in _VALUES:
                 continue
-            held = out.get(g.def_id[target])
+            held = out.get(g.def_id(target))
             if held is None:
-                held = out[g.def_id[target]] = (symbol_item(g, target), target, set(), set())
+                held = out[g.def_id(target)] = (symbol_item(g, target), target, set(), set())
             held[2].add(at.ref.line)
             held[3].add(at.ref.kind)
     return out
@@ -168,7 +168,7 @@ def _callers(g: GraphIndex, frontier: Sequence[Definition]) -> _Found:
         if owner is not None and owner.kind == "field":
             owner = g.enclosing(r.path, owner.parent)
         if owner is not None:
-            key, item = g.def_id[owner], symbol_item(g, owner)
+            key, item = g.def_id(owner), symbol_item(g, owner)
         else:  # the file's top level: the chunk is what to read
             key = f"{r.path}:{at.chunk_id}"
             item = SymbolItem("", r.path, r.line, r.line, "", "module", "", at.chunk_id)

@@ -11,9 +11,10 @@ private names; a file's many uses of one name count as the square root of their 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from memserver.core.graph import Definition
-from memserver.navigate.view import GraphIndex
+from memserver.navigate.view import FileEntry, GraphIndex
 
 __all__ = ["Ranked", "rank"]
 
@@ -55,18 +56,16 @@ def _rank(g: GraphIndex) -> Ranked:
                 defined.setdefault(d.name, {}).setdefault(d.path, []).append(d)
     edges: dict[str, dict[str, float]] = {}
     flows: list[tuple[str, str, str, float]] = []  # (from, to, name, weight)
-    for path, refs in g.refs_by_path.items():
-        tags = g.files[path].tags
-        modules = {i.bound.split(".", 1)[0] for i in tags.imports} | _OWN
+    for path, entry in g.files.items():
+        modules = {i.bound.split(".", 1)[0] for i in entry.tags.imports} | _OWN
         uses: dict[str, float] = {}
-        for at in refs:
-            r = at.ref
-            if r.kind == "import":
+        for name, kind, qualifier in _uses(entry):
+            if kind == "import":
                 continue
-            head = r.qualifier.split(".", 1)[0]
+            head = qualifier.split(".", 1)[0]
             # obj.name with obj of unknown type: any class's `name`, so it counts little
-            weight = 1.0 if not r.qualifier or head in modules else _UNTYPED
-            uses[r.name] = uses.get(r.name, 0.0) + weight
+            weight = 1.0 if not qualifier or head in modules else _UNTYPED
+            uses[name] = uses.get(name, 0.0) + weight
         for name, count in uses.items():
             where = defined.get(name)
             if not where or len(where) > _SPREAD:
@@ -90,6 +89,14 @@ def _rank(g: GraphIndex) -> Ranked:
         if _TESTS.intersection(d.path.split("/")[:-1]):
             scores[d] = score * 0.1
     return ranks, scores
+
+
+def _uses(entry: FileEntry) -> Iterable[tuple[str, str, str]]:
+    """(name, kind, qualifier) of a file's references, read by column when they are."""
+    cols = entry.stored.columns
+    if cols is not None:
+        return zip(cols.name, cols.kind, cols.qualifier, strict=True)
+    return ((at.ref.name, at.ref.kind, at.ref.qualifier) for at in entry.refs())
 
 
 def _pagerank(nodes: list[str], edges: dict[str, dict[str, float]]) -> dict[str, float]:

@@ -124,7 +124,8 @@ class Navigator:
                            key=lambda p: (-file_rank.get(p, 0.0), p))  # fmt: skip
             files = find.outline(g, paths, _no_stale)
             entries = [e for f in files for e in _preorder(f.entries)]
-            order = sorted(entries, key=lambda e: -def_rank.get(g.by_id[e.item.id], 0.0))
+            score = {g.def_id(d): s for d, s in def_rank.items()}
+            order = sorted(entries, key=lambda e: -score.get(e.item.id, 0.0))
             held = g.cache["map"] = (files, order)
         return held
 

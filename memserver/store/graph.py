@@ -18,7 +18,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memserver.core.graph import Definition, FileTags, Import, Reference, StoredFile
+from memserver.core.graph import (
+    Definition,
+    FileTags,
+    Import,
+    RefColumns,
+    Reference,
+    StoredFile,
+    make_definition,
+    make_reference,
+)
 from memserver.core.writes import FileGraph
 from memserver.store import lancedb as ldb
 from memserver.store.lancedb import Table, in_list, lance_errors, sql_quote
@@ -159,8 +168,10 @@ class GraphRows:
                 for t in (self.symbols, self.refs)
             )
 
-    def load(self, versions: Sequence[str] | None = None) -> list[StoredFile]:
-        """The stored graphs of these versions (default: every current one)."""
+    def load(self, versions: Sequence[str] | None = None, *, columns: bool = False
+             ) -> list[StoredFile]:  # fmt: skip
+        """The stored graphs of these versions (default: every current one); with
+        `columns`, references by column (see `StoredFile`): far cheaper for a large graph."""
         wheres: list[str] = [_CURRENT]
         if versions is not None:
             wheres = [in_list("version", b) for b in ldb.batches(list(versions))]
@@ -170,7 +181,7 @@ class GraphRows:
             files = _read(self.symbols, wheres, _FILE_COLUMNS, f"kind = {sql_quote(FILE)}")
             defs = _read(self.symbols, wheres, _DEF_COLUMNS, f"kind != {sql_quote(FILE)}")
             refs = _read(self.refs, wheres, _REF_COLUMNS)
-        return _assemble(files, defs, refs)
+        return _assemble(files, defs, refs, columns)
 
 
 def _columns(names: Sequence[str]) -> dict[str, list[Any]]:
@@ -223,16 +234,34 @@ def _read(table: Table, wheres: Sequence[str], columns: Sequence[str], also: str
     return ldb.sorted_columns(parts, "id")
 
 
+_BY_COLUMN = ("name", "kind", "line", "column", "enclosing", "qualifier", "receiver_type",
+              "chunk_id")  # fmt: skip
+
+
+def _by_column(refs: Mapping[str, list[Any]]) -> dict[str, RefColumns]:
+    """version → its references as columns (a version's rows are contiguous: ids sort by
+    version, then place)."""
+    out: dict[str, RefColumns] = {}
+    versions = refs["version"]
+    start = 0
+    for end in range(1, len(versions) + 1):
+        if end == len(versions) or versions[end] != versions[start]:
+            out[versions[start]] = RefColumns(*(refs[c][start:end] for c in _BY_COLUMN))
+            start = end
+    return out
+
+
 def _assemble(
-    files: Mapping[str, list[Any]], defs: Mapping[str, list[Any]], refs: Mapping[str, list[Any]]
-) -> list[StoredFile]:
+    files: Mapping[str, list[Any]], defs: Mapping[str, list[Any]],
+    refs: Mapping[str, list[Any]], columns: bool = False,
+) -> list[StoredFile]:  # fmt: skip
     by_version: dict[str, tuple[list[Definition], list[str], list[str]]] = {}
     strings: dict[str, str] = {}
     intern = strings.setdefault  # one object per repeated path, kind, qualifier…
     for i, version in enumerate(defs["version"]):
         held = by_version.setdefault(version, ([], [], []))
         path = intern(defs["path"][i], defs["path"][i])
-        held[0].append(Definition(
+        held[0].append(make_definition(
             path, intern(defs["language"][i], defs["language"][i]), defs["name"][i],
             defs["qualified"][i], intern(defs["kind"][i], defs["kind"][i]),
             defs["signature"][i], defs["start_line"][i], defs["end_line"][i],
@@ -241,19 +270,29 @@ def _assemble(
         ))  # fmt: skip
         held[1].append(defs["id"][i])
         held[2].append(defs["chunk_id"][i])
+    if columns:
+        return _files(files, by_version, {}, _by_column(refs))
     references: dict[str, tuple[list[Reference], list[str]]] = {}
     names = ("path", "name", "kind", "line", "column", "enclosing", "qualifier",
              "receiver_type", "chunk_id")  # fmt: skip
-    columns = [refs[c] for c in names]
     for version, path, name, kind, line, column, enclosing, qualifier, typed, chunk in zip(
-        refs["version"], *columns, strict=True
+        refs["version"], *(refs[c] for c in names), strict=True
     ):
         held_refs = references.setdefault(version, ([], []))
-        held_refs[0].append(Reference(
+        held_refs[0].append(make_reference(
             intern(path, path), intern(name, name), intern(kind, kind), line, column,
             intern(enclosing, enclosing), intern(qualifier, qualifier), intern(typed, typed),
         ))  # fmt: skip
         held_refs[1].append(chunk)
+    return _files(files, by_version, references, {})
+
+
+def _files(
+    files: Mapping[str, list[Any]],
+    by_version: Mapping[str, tuple[list[Definition], list[str], list[str]]],
+    references: Mapping[str, tuple[list[Reference], list[str]]],
+    by_column: Mapping[str, RefColumns],
+) -> list[StoredFile]:
     out = []
     for path, version, language, package, imports in zip(
         files["path"],
@@ -265,10 +304,17 @@ def _assemble(
     ):
         d, d_ids, d_chunks = by_version.get(version, ([], [], []))
         r, r_chunks = references.get(version, ([], []))
+        cols = by_column.get(version)
+        if cols is not None:  # the bases only: what resolution reads of a file's references
+            r = [x for x in cols.references(path) if x.kind == "inherit"]
         bindings = tuple(
             Import(path, i["module"], i["name"], i["alias"], i["line"], i["star"], i["enclosing"])
             for i in imports or ()
         )
         tags = FileTags(path, language, tuple(d), tuple(r), bindings, package or "")
-        out.append(StoredFile(tags, version, tuple(d_ids), tuple(d_chunks), tuple(r_chunks)))
+        out.append(StoredFile(tags, version, tuple(d_ids), tuple(d_chunks), tuple(r_chunks),
+                              cols if cols is not None or not by_column else _NO_REFS))  # fmt: skip
     return out
+
+
+_NO_REFS = RefColumns((), (), (), (), (), (), (), ())

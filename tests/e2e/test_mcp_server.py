@@ -223,5 +223,5 @@ async def test_event_loop_answers_while_the_engine_is_busy(indexed_repo: Path) -
             backend.lock.release()  # never leave the worker thread waiting
         with anyio.fail_after(WAIT):
             await done.wait()
-    assert len(tools.tools) == 5 and len(templates.resource_templates) == 2
+    assert len(tools.tools) == 9 and len(templates.resource_templates) == 2
     assert not results[0].is_error
