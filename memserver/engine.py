@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memserver.config import Settings, load_settings
 from memserver.core.errors import PathError, StoreError
 from memserver.core.ids import content_hash
-from memserver.core.protocols import Distiller, Embedder, Progress, Reranker
+from memserver.core.protocols import CodeGraph, Distiller, Embedder, Progress, Reranker
 from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
 from memserver.embed import embedder_identity, make_embedder
 from memserver.store import statecache
@@ -287,6 +287,7 @@ class Engine:
         return Recaller(
             view.get, store.keyword, self.query_embedder, s, tokens=self.tokens,
             reranker=reranker, expander=self.expander(), root=self.root,
+            graph=self.code_graph(store) if s.graph_weight or s.graph_near_weight else None,
         )  # fmt: skip
 
     def memory_service(self, *, embedder: Embedder | None = None,
@@ -321,6 +322,12 @@ class Engine:
         if held is None or held[0] is not store:
             held = views[id(store)] = (store, GraphView(store))
         return held[1]
+
+    def code_graph(self, store: IndexStore) -> CodeGraph:
+        """The code graph as recall's graph arms read it."""
+        from memserver.navigate.arm import GraphArm
+
+        return GraphArm(self.graph_view(store).get)
 
     def navigator(self, store: IndexStore | None = None) -> Navigator:
         """outline, symbol, references and neighbours over the stored code graph."""

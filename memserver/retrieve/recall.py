@@ -19,7 +19,14 @@ from indexers.read import Refused, read_bytes
 from memserver.config import RecallSettings
 from memserver.core import render
 from memserver.core.ids import content_hash
-from memserver.core.protocols import Embedder, KeywordIndex, Reranker, Snapshot, TokenCounter
+from memserver.core.protocols import (
+    CodeGraph,
+    Embedder,
+    KeywordIndex,
+    Reranker,
+    Snapshot,
+    TokenCounter,
+)
 from memserver.core.requests import LIMITS, Filters, check_budget, check_query
 from memserver.core.types import Evidence, RecallResult
 from memserver.retrieve import arms
@@ -48,6 +55,7 @@ class Recaller:
         reranker: Reranker | None = None,
         expander: Expander | None = None,
         root: Path | None = None,
+        graph: CodeGraph | None = None,
     ) -> None:
         self.snapshots = snapshots  # the current Snapshot (brought up to date by the store)
         self.keyword = keyword
@@ -57,6 +65,7 @@ class Recaller:
         self.reranker = reranker
         self.expander = expander
         self.root = root  # the project root, to tell when a returned file changed since
+        self.graph = graph  # the code graph, for the graph arms (None: no graph arms)
         self.degraded = ""  # set when recall runs without the model (and why)
         s = settings
         self.conversation = Conversation(s.speaker_boost, s.turn_continuations, s.gate_threshold)
@@ -155,8 +164,9 @@ class Recaller:
             vecs = self.embedder.embed_documents([r.text for r in routes])
             qvs = [np.asarray(v, dtype=np.float32) for v in vecs]
         specs = arms.plan_arms(plan, s, dense_count=len(qvs), include_memories=include_memories,
-                               large=snap.large)  # fmt: skip
-        ranked, weights, via = arms.run_arms(specs, snap, self.keyword, plan, qvs, masks)
+                               large=snap.large, graph=self.graph is not None)  # fmt: skip
+        ranked, weights, via = arms.run_arms(specs, snap, self.keyword, plan, qvs, masks,
+                                             self.graph)  # fmt: skip
         fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
         firsts = {a.split("/", 1)[1]: r for a, r in ranked.items() if a.startswith("original/")}
         return plan, self._evidence(snap, fused, via), firsts
