@@ -13,7 +13,8 @@ from memserver.core.render import dumps
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 
 __all__ = [
-    "Navigation", "fit", "neighbours_form", "outline_form", "references_form", "symbols_form",
+    "Navigation", "fit", "neighbours_form", "outline_form", "outline_sizes", "references_form",
+    "symbols_form",
 ]  # fmt: skip
 
 STALE = " [changed since indexed: re-read the file]"
@@ -32,34 +33,42 @@ class Navigation:
 
 
 def fit(total: int, render: Callable[[int, bool], Form], budget: int,
-        count: Callable[[str], int]) -> Navigation:  # fmt: skip
+        count: Callable[[str], int], sizes: Sequence[int] | None = None) -> Navigation:  # fmt: skip
     """The answer with the most of its `total` items (in their order) whose text and JSON
-    each fit `budget` tokens; `render(n, truncated)` makes both forms of the first n."""
+    each fit `budget` tokens; `render(n, truncated)` makes both forms of the first n.
+    `sizes`, about how many tokens each item adds, lets a long answer start near its cut
+    instead of rendering every item first (every probe is measured all the same)."""
 
     def size(n: int) -> tuple[int, Form]:
         text, data = render(n, n < total)
         data = {**data, "tokens": budget, "truncated": n < total}  # as it will be shown
         return max(count(text), count(dumps(data))), (text, data)
 
-    used, form = size(total)
-    if used <= budget:
-        return _done(form, used, False)
-    fits: dict[int, tuple[int, Form]] = {0: size(0)}
-    low, high = 0, total  # size(low) fits (or nothing does); size(high) does not
-    guess = total * budget // max(1, used)
-    while high - low > 1:  # a guess by the tokens per item, then halving what is left
-        mid = min(high - 1, max(low + 1, guess))
+    low, high = 0, total + 1  # size(low) fits (or nothing does); size(high) does not
+    fits: dict[int, tuple[int, Form]] = {}
+    guess = total
+    if sizes is not None and sum(sizes) > 2 * budget:  # far too long: start near the cut
+        guess, used = 0, 0
+        while guess < total and used + sizes[guess] <= budget:
+            used += sizes[guess]
+            guess += 1
+    while high - low > 1:  # the guess, then by the tokens per item, then halving what is left
+        mid = min(high - 1, max(low + 1, guess)) if guess > 0 else low + 1
         measured = size(mid)
         if measured[0] <= budget:
             low, fits[mid] = mid, measured
+            if mid == total:
+                break
             guess = mid + max(1, (mid * (budget - measured[0])) // max(1, measured[0]))
         else:
             high = mid
             guess = low + (high - low) // 2
         if guess >= high or guess <= low:
             guess = low + (high - low) // 2
+    if low == 0:
+        fits[0] = size(0)
     used, form = fits[low]
-    return _done(form, used, True)
+    return _done(form, used, low < total)
 
 
 def _done(form: Form, used: int, truncated: bool) -> Navigation:
@@ -223,6 +232,11 @@ def _entry_lines(e: OutlineEntry, keep: set[int], depth: int) -> list[str]:
     return rows
 
 
+def outline_sizes(order: Sequence[OutlineEntry]) -> list[int]:
+    """About the tokens each entry adds to the JSON form (the longer one)."""
+    return [(len(e.item.signature) + 2 * len(e.item.symbol) + 120) // 3 for e in order]
+
+
 def outline_form(
     files: Sequence[FileOutline], order: Sequence[OutlineEntry], title: str,
     stale: Callable[[str], bool],
@@ -230,8 +244,10 @@ def outline_form(
     """`order`: every entry, in the order they are cut (kept entries keep their place, with
     their parents); `stale` tells the files that changed on disk since indexing."""
     parent: dict[int, OutlineEntry] = {}
-    for f in files:
+    home: dict[int, int] = {}  # a root entry's file (its place in `files`)
+    for n, f in enumerate(files):
         stack = list(f.entries)
+        home.update((id(e), n) for e in f.entries)
         while stack:
             e = stack.pop()
             for k in e.children:
@@ -240,16 +256,20 @@ def outline_form(
 
     def render(n: int, truncated: bool) -> Form:
         keep: set[int] = set()
+        shown: set[int] = set()
         for e in order[:n]:
-            while e is not None and id(e) not in keep:  # a kept entry keeps its parents
+            while id(e) not in keep:  # a kept entry keeps its parents
                 keep.add(id(e))
-                e = parent.get(id(e))  # type: ignore[assignment]
-        shown = [f for f in files if any(id(e) in keep for e in f.entries)]
+                up = parent.get(id(e))
+                if up is None:
+                    shown.add(home[id(e)])
+                    break
+                e = up
         total = len(order)
         parts = [f"{title}: {len(keep)} of {total} definitions in {len(shown)} files"
                  + (TRUNCATED if truncated else "")]  # fmt: skip
         groups = []
-        for f in shown:
+        for f in (files[i] for i in sorted(shown)):
             changed = stale(f.path)
             parts.append(f"## {f.path}" + (STALE if changed else ""))
             group: dict[str, Any] = {"path": f.path}

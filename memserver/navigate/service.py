@@ -22,10 +22,12 @@ from memserver.core.requests import check_budget, check_path_filter, check_size
 from memserver.navigate import find, rank
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 from memserver.navigate.render import (
+    Form,
     Navigation,
     fit,
     neighbours_form,
     outline_form,
+    outline_sizes,
     references_form,
     symbols_form,
 )
@@ -34,6 +36,7 @@ from memserver.navigate.view import GraphIndex
 __all__ = ["Navigator"]
 
 DEFAULT_BUDGET = 4096
+_OUTLINES = 32  # outlines of paths kept per reading of the graph
 
 
 class Navigator:
@@ -81,8 +84,16 @@ class Navigator:
         g = self.graph()
         if path is None or not path.strip():
             return self._map(g)
-        files = find.outline(g, _matching(g, path), _no_stale)
-        return files, [e for f in files for e in _preorder(f.entries)]
+        key = f"outline {path.strip()}"
+        held = g.cache.get(key)
+        if held is None:
+            files = find.outline(g, _matching(g, path), _no_stale)
+            held = (files, [e for f in files for e in _preorder(f.entries)])
+            outlines = [k for k in g.cache if k.startswith("outline ")]
+            for old in outlines[: max(0, len(outlines) - _OUTLINES + 1)]:
+                del g.cache[old]  # the oldest first (dicts keep their order)
+            g.cache[key] = held
+        return held
 
     # -- budgeted answers -----------------------------------------------------------------------
 
@@ -105,14 +116,16 @@ class Navigator:
         files, order = self.outline_of(path)
         title = f"outline of {path.strip()}" if path and path.strip() else "repository map"
         form = outline_form(files, order, title, self._stale(self.graph()))
-        return self._fit(len(order), form, budget_tokens)
+        return self._fit(len(order), form, budget_tokens, outline_sizes(order))
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _fit(self, total: int, render: Callable[..., tuple[str, dict]],  # type: ignore[type-arg]
-             budget_tokens: int | None) -> Navigation:  # fmt: skip
+    def _fit(
+        self, total: int, render: Callable[[int, bool], Form], budget_tokens: int | None,
+        sizes: Sequence[int] | None = None,
+    ) -> Navigation:  # fmt: skip
         budget = check_budget(self.budget_tokens if budget_tokens is None else budget_tokens)
-        return fit(total, render, budget, self.tokens.count)
+        return fit(total, render, budget, self.tokens.count, sizes)
 
     def _map(self, g: GraphIndex) -> tuple[list[FileOutline], list[OutlineEntry]]:
         """Files by rank (those defining something), and every entry best first: built once
