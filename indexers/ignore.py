@@ -218,6 +218,14 @@ _SECRET_FILES = (  # checked in order against the lower-cased name; the first ma
     *("credentials", "*credentials*.json", "*service-account*.json"),
     *("secrets.yml", "secrets.yaml", "secrets.json", "secrets.toml"),
     *("*.tfstate*", "*.tfvars", "*.tfvars.json"),
+    # cloud and storage tool configs: keys in plain text
+    *(".s3cfg", ".boto", "rclone.conf", "kubeconfig*", "vault-token*", ".vault-token"),
+    # Kubernetes Secret manifests
+    *("secret.yaml", "secret.yml", "*-secret.yaml", "*-secret.yml", "*-secrets.yaml"),
+    "*-secrets.yml",
+    # app configs that hold database passwords and API keys by convention
+    *("wp-config.php", "google-services.json", "googleservice-info.plist"),
+    *("keystore.properties", "local.properties"),
 )
 _SECRET_PATHS = {(".docker", "config.json"), (".kube", "config")}  # (parent, name)
 _SECRET_ANY = re.compile("|".join(translate(p) for p in _SECRET_FILES))

@@ -242,6 +242,10 @@ def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder:
     is_flag=True,
     help="Also show scores, the searches that found each item and its notes.",
 )
+@click.option(
+    "--format", "fmt", type=click.Choice(["chunks", "map"]), default="chunks",
+    help="chunks: evidence with code; map: ranked files with their places (~1,000 tokens).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @handle_errors
 def recall(
@@ -259,6 +263,7 @@ def recall(
     no_rerank: bool,
     scopes: tuple[str, ...],
     explain: bool,
+    fmt: str,
     as_json: bool,
 ) -> None:
     """Find the code that answers QUERY: ranked chunks with paths and line ranges.
@@ -275,7 +280,7 @@ def recall(
     opts = {
         "k": k, "budget_tokens": budget_tokens, "max_files": max_files,
         "filters": Filters(paths, languages, kinds, _scope(scopes)),
-        "include_memories": not no_memories, "explain": explain,
+        "include_memories": not no_memories, "explain": explain, "format": fmt,
     }  # fmt: skip
     if queries is not None:
         for n, line in enumerate(queries, start=1):
@@ -709,6 +714,44 @@ def _write_report(report_dir: str, page: Any, data: Any) -> None:
     click.echo(f"report: {written.index} ({len(written.figures)} figures)", err=True)
 
 
+@main.group()
+def model() -> None:
+    """The embedding model: fetch it once into the per-user cache, see where it is."""
+
+
+@model.command(name="fetch")
+@index_options
+@click.option("--model", "name", default=None, help="A fastembed model (default: the config's).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def model_fetch(root_opt: str | None, index_dir: str | None, name: str | None,
+                as_json: bool) -> None:  # fmt: skip
+    """Download the embedding model (once, with internet access) and check that it loads.
+
+    It goes to the per-user model cache (or [embedding] cache_dir / FASTEMBED_CACHE_PATH),
+    where every later `memserver` process finds it, MCP servers included."""
+    found, where, dim = _engine(root_opt, index_dir, name).fetch_model()
+    if as_json:
+        _emit_json({"model": found, "cache_dir": where, "dim": dim})
+    else:
+        click.echo(f"{found} is ready in {where} ({dim} dimensions)")
+
+
+@model.command(name="where")
+@index_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def model_where(root_opt: str | None, index_dir: str | None, as_json: bool) -> None:
+    """Say which model this project uses, where it is looked for, and whether it is there."""
+    check = _engine(root_opt, index_dir).model_check()
+    if as_json:
+        _emit_json({"ok": check.ok, "detail": check.detail})
+    else:
+        click.echo(check.detail)
+    if not check.ok:
+        raise SystemExit(7)
+
+
 @main.group(name="eval")
 def eval_() -> None:
     """Benchmarks: retrieval quality, abstention and latency on labelled data."""
@@ -772,6 +815,56 @@ def eval_code(dataset: str, corpora: str, work: str | None, embedder: str | None
         from memserver.cli_format import print_eval
 
         print_eval(report)
+
+
+@eval_.command(name="scrub")
+@click.option("--code", is_flag=True, help="Also plant secrets in a copy of a repository.")
+@click.option(
+    "--repo", type=click.Path(exists=True, file_okay=False), default=None,
+    help="The repository to copy for --code (default: memserver's own source).",
+)  # fmt: skip
+@click.option("--secrets", "n_secrets", type=click.IntRange(1), default=480, show_default=True,
+              help="Secrets to plant (each run: notes and code).")  # fmt: skip
+@click.option("--harmless", "n_harmless", type=click.IntRange(1), default=480,
+              show_default=True, help="Harmless high-entropy tokens to plant.")  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--embedder", default="hashing", show_default=True,
+              help="Embedding model for the index of the copy.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def eval_scrub(code: bool, repo: str | None, n_secrets: int, n_harmless: int, seed: int,
+               embedder: str, as_json: bool) -> None:  # fmt: skip
+    """Planted secrets that survive, and harmless tokens lost, in notes and indexed code."""
+    import tempfile
+    from pathlib import Path
+
+    import memserver
+    from memserver.engine import Engine
+    from memserver.eval.scrub import run, run_code, source_lines
+
+    source = Path(memserver.__file__).resolve().parents[1]
+    lines = source_lines([source / "memserver", source / "indexers"], 3000, seed=seed)
+    report: dict[str, Any] = {"notes": run(n_secrets, n_harmless, lines, seed=seed).to_dict()}
+    if code:
+        with tempfile.TemporaryDirectory(prefix="memserver-scrub-") as tmp:
+            report["code"] = run_code(
+                Path(repo) if repo else source, Path(tmp),
+                lambda root, index_dir: Engine(root, index_dir, embedder_flag=embedder, env={}),
+                n_secrets=n_secrets, n_harmless=n_harmless, seed=seed,
+                log=lambda msg: click.echo(msg, err=True),
+            ).to_dict()  # fmt: skip
+    if as_json:
+        _emit_json(report)
+        return
+    for name, r in report.items():
+        masked = r.get("harmless_masked", r.get("harmless_redacted", 0))
+        click.echo(
+            f"{name}: {r['leaked']} of {r['secrets']} planted secrets ({r['kinds']} kinds) "
+            f"recoverable; {masked} of {r['harmless_tokens']} harmless tokens masked "
+            f"({masked / max(1, r['harmless_tokens']):.2%})"
+        )
+        for kind, n in r["per_kind"].items():
+            click.echo(f"  {kind}: {n['leaked']} of {n['planted']} leaked")
 
 
 @eval_.command(name="locomo")

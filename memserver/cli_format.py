@@ -81,6 +81,16 @@ def _reasons(skipped: dict[str, str]) -> Counter[str]:
     return Counter(reason.split(":")[0].split(" (")[0] for reason in skipped.values())
 
 
+def masked_summary(masked: dict[str, dict[str, int]]) -> str:
+    """Kinds and counts, never values: `3 values in 2 files (aws-access-key 1, password 2)`."""
+    by_kind: Counter[str] = Counter()
+    for counts in masked.values():
+        by_kind.update(counts)
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(by_kind.items()))
+    files = len(masked)
+    return f"{sum(by_kind.values())} values in {files} file{'s' * (files != 1)} ({kinds})"
+
+
 def print_index_report(r: IndexReport) -> None:
     out.print(f"[bold]indexed[/] {safe(r.root)} → {safe(r.index_dir)}")
     out.print(
@@ -100,10 +110,16 @@ def print_index_report(r: IndexReport) -> None:
             else ""
         )
     )
+    if r.vectors_pending:
+        out.print(f"  [yellow]vectors pending:[/] {safe(r.vectors_pending)}")
     out.print(
         f"  time: {r.seconds:.1f}s (searchable by keyword after {r.seconds_to_search:.1f}s, "
         f"embedding {r.seconds_embedding:.1f}s)"
     )
+    if r.masked:
+        paths = sorted(r.masked)
+        shown = ", ".join(paths[:5]) + (f" … (+{len(paths) - 5})" if len(paths) > 5 else "")
+        out.print(f"  secrets masked: {masked_summary(r.masked)}: {shown}", markup=False)
     if r.repaired:
         out.print(f"  [yellow]repaired {r.repaired} entries left by an interrupted run[/]")
     if r.skipped:
@@ -178,6 +194,10 @@ def print_status(info: dict[str, Any]) -> None:
     ]
     if info["unembedded_chunks"]:
         rows.append(("pending", f"{info['unembedded_chunks']} chunks without vectors"))
+    if info.get("masked"):
+        paths = sorted(info["masked"])
+        shown = ", ".join(paths[:10]) + (f" … (+{len(paths) - 10})" if len(paths) > 10 else "")
+        rows.append(("secrets", f"{masked_summary(info['masked'])} masked: {shown}"))
     for k, v in rows:
         table.add_row(k, safe(v))
     out.print(table)

@@ -55,7 +55,7 @@ class EmbeddingSettings:
 class RecallSettings:
     k: int = 10
     budget_tokens: int = 4096
-    max_files: int = 5
+    max_files: int = 10
     rrf_k: int = 60
     candidates: int = 30
     expansions: int = 3
@@ -82,6 +82,24 @@ class RecallSettings:
     ann_memory_probe_factor: float = 4.0
     ann_refine: int = 2
     ann_memory_refine: int = 1
+    # long queries (task descriptions, issues): ranked by file (retrieve/longquery.py)
+    long_query_words: int = 25  # distinct content words from which a query is one (0: never)
+    title_weight: float = 4.0  # a title word counts this many times more
+    long_candidates: int = 300  # chunks each arm of a long query returns
+    long_file_candidates: int = 200  # files the whole-file keyword arm returns
+    file_weights: tuple[float, ...] = (1.0, 0.3, 0.3, 0.3, 0.5)  # file chunk names paths dense
+    secondary_weight: float = 0.3  # tests, docs, examples, vendored, generated, data files
+    second_chunk_weight: float = 0.5  # a file's n-th chunk ranks at its score times this**n
+    test_paths: tuple[str, ...] = ()  # globs: more tests than the built-in rules know
+    doc_paths: tuple[str, ...] = ()
+    vendored_paths: tuple[str, ...] = ()
+    code_paths: tuple[str, ...] = ()  # globs of first-party code the rules would demote
+    map_files: int = 20  # files a map answer lists
+    map_budget_tokens: int = 1000  # a map answer's budget unless the call gives one
+    # the long-query gate (retrieve/gate.py LONG_FEATURES): found when share + agree >= 0.52
+    long_gate_weights: tuple[float, ...] = (10.0, 10.0)
+    long_gate_bias: float = -5.2
+    long_gate_threshold: float = 0.5
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memserver.config import Settings, load_settings
-from memserver.core.errors import PathError, StoreError
+from memserver.core.errors import ModelUnavailable, PathError, StoreError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import CodeGraph, Distiller, Embedder, Progress, Reranker
 from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
 from memserver.embed import embedder_identity, make_embedder
 from memserver.store import statecache
 from memserver.store.meta import read_meta
+
+# bumped when an index gains a part older indexes lack (2: the whole-file keyword index,
+# 3: the code graph's tables): a run then skips the stat cache's "nothing changed", and
+# reconciling adds the part
+STORE_LAYOUT = 3
 
 if TYPE_CHECKING:
     from indexers.chunking import FileChunker
@@ -36,7 +41,7 @@ if TYPE_CHECKING:
     from memserver.retrieve.attribute import Attributor
     from memserver.retrieve.recall import Expander, Recaller
     from memserver.store.browse import Browser
-    from memserver.store.doctor import DoctorReport
+    from memserver.store.doctor import Check, DoctorReport
     from memserver.store.index import IndexStore
     from memserver.tokens import TiktokenCounter
 
@@ -98,7 +103,8 @@ class Engine:
 
     @cached_property
     def embedder(self) -> Embedder | None:
-        return make_embedder(self.settings.embedding)
+        """The indexing model: it may download the model once (the recall path never does)."""
+        return make_embedder(self.settings.embedding, download=True)
 
     @cached_property
     def query_embedder(self) -> Embedder | None:
@@ -110,7 +116,9 @@ class Engine:
     def watch_embedder(self) -> Embedder | None:
         """The same model with `[watch] embed_threads` threads, for the watcher's batches."""
         emb = self.settings.embedding
-        return make_embedder(dataclasses.replace(emb, threads=self.settings.watch.embed_threads))
+        return make_embedder(
+            dataclasses.replace(emb, threads=self.settings.watch.embed_threads), download=True
+        )
 
     def embedder_identity(self) -> tuple[str, int]:
         return embedder_identity(self.settings.embedding)
@@ -219,7 +227,7 @@ class Engine:
         started = time.monotonic()
         git = head(self.root)
         name, dim = self.embedder_identity()
-        key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}"
+        key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}|layout {STORE_LAYOUT}"
         saved = None if rebuild or ci else statecache.unchanged(self.index_dir, key, walked.files)
         if saved and saved.get("chunks_unembedded") == 0:
             report.skipped.update({s.path: s.reason for s in walked.skipped})
@@ -288,6 +296,7 @@ class Engine:
             view.get, store.keyword, self.query_embedder, s, tokens=self.tokens,
             reranker=reranker, expander=self.expander(), root=self.root,
             graph=self.code_graph(store) if s.graph_weight or s.graph_near_weight else None,
+            files=store.file_keyword, dense_chars=self.settings.embedding.max_chars,
         )  # fmt: skip
 
     def memory_service(self, *, embedder: Embedder | None = None,
@@ -418,7 +427,37 @@ class Engine:
             configured=embedder_identity(self.configured_embedding),
             expects_memories=makes_statements,
         )  # fmt: skip
-        return doctor.run(repair=repair)
+        report = doctor.run(repair=repair)
+        report.checks.append(self.model_check())
+        return report
+
+    def model_check(self) -> Check:
+        """Whether the embedding model is where this process looks for it, and the fix."""
+        from memserver.embed.fastembed import FastEmbedder
+        from memserver.embed.models import fix_hint
+        from memserver.store.doctor import Check
+
+        embedder = self.query_embedder
+        if not isinstance(embedder, FastEmbedder):
+            return Check("model", True, f"{self.settings.embedding.model}: nothing to load")
+        if embedder.cached():
+            return Check("model", True, f"{embedder.name} in {embedder.cache}")
+        return Check("model", False, f"{embedder.name} is not in {embedder.cache}: recall is "
+                     f"keyword-only; {fix_hint(embedder.name, embedder.cache)}")  # fmt: skip
+
+    def fetch_model(self) -> tuple[str, str, int]:
+        """Download the embedding model into its cache (if missing) and try it once:
+        (model, cache folder, dimension)."""
+        from memserver.embed.fastembed import FastEmbedder
+
+        embedder = make_embedder(self.configured_embedding, download=True)
+        if not isinstance(embedder, FastEmbedder):
+            raise ModelUnavailable(
+                f"{self.configured_embedding.model!r} is not a model to download",
+                hint="set [embedding] model to a fastembed model name, or pass --model",
+            )
+        vector = embedder.embed_documents(["def hello(): return 'world'"])[0]
+        return embedder.name, str(embedder.cache), len(vector)
 
     def status(self, store: IndexStore | None = None) -> Status:
         from indexers.read import Refused, read_bytes
@@ -454,6 +493,7 @@ class Engine:
             git=GitState(meta.git_commit, meta.git_branch, commit, branch),
             stale_files=tuple(sorted(stale)), new_files=tuple(sorted(set(on_disk) - set(manifest))),
             removed_files=tuple(sorted(set(manifest) - set(on_disk))),
+            masked={p: dict(r.masked) for p, r in sorted(manifest.items()) if r.masked},
         )  # fmt: skip
 
 

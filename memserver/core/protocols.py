@@ -96,7 +96,14 @@ class KeywordIndex(Protocol):
     """BM25 over chunks and memories (tantivy behind `memserver.store.bm25`)."""
 
     def search(self, terms: Sequence[str], k: int, view: str = "chunk") -> list[tuple[str, float]]:
-        """(id, score) of one view ("chunk" or "memory"), best first."""
+        """(id, score) of one view ("chunk", "memory", or "file" in the file index), best
+        first."""
+        ...
+
+    def search_weighted(self, terms: Sequence[tuple[str, float]], k: int, view: str = "chunk",
+                        path: str | None = None) -> list[tuple[str, float]]:  # fmt: skip
+        """As `search`, each term counting `weight` times (a long query's repeated words);
+        `path`: within that file only."""
         ...
 
     def add(self, chunks: Iterable[Chunk]) -> None: ...
@@ -126,6 +133,8 @@ class Snapshot(Protocol):
     def size(self) -> int: ...
 
     def id_at(self, row: int) -> str: ...
+
+    def path_at(self, row: int) -> str: ...
 
     def rows_of(self, ids: Sequence[str], memories: bool = False) -> list[int | None]:
         """Chunk (or memory) rows of many ids at once; None where an id is not shown."""
@@ -197,6 +206,14 @@ class Snapshot(Protocol):
 
     def next_in_file(self, row: int) -> int | None:
         """The row of the next chunk of the same file (code and docs only)."""
+        ...
+
+    def file_paths(self) -> Sequence[str]:
+        """The paths of the indexed files (code and docs), in no set order."""
+        ...
+
+    def rows_in_file(self, path: str) -> Sequence[int]:
+        """The rows of one indexed file's chunks, in line order (none for other paths)."""
         ...
 
     def next_turns(self, row: int, reach: int) -> list[int]:

@@ -13,9 +13,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from memserver.core.types import Evidence, RecallResult
+from memserver.core.types import Evidence, MapFile, RecallResult
 
-__all__ = ["dumps", "evidence_dict", "header", "recall_dict", "recall_text"]
+__all__ = ["dumps", "evidence_dict", "header", "map_file_dict", "map_file_text", "recall_dict",
+           "recall_text"]  # fmt: skip
 
 FOUND = {True: "yes", False: "no", None: "unknown"}
 TRUNCATED_HINT = "more matches were left out to fit the budget: raise budget_tokens or narrow"
@@ -51,6 +52,30 @@ def evidence_dict(e: Evidence, explain: bool = False) -> dict[str, Any]:
     return out
 
 
+def map_file_dict(f: MapFile, explain: bool = False) -> dict[str, Any]:
+    """A map answer's file: its path and places (`[start, end, first line of code]`)."""
+    out: dict[str, Any] = {
+        "path": f.path,
+        "places": [[m.start_line, m.end_line, m.signature or m.name] for m in f.symbols],
+    }
+    if f.role != "code":
+        out["role"] = f.role
+    if explain:
+        out["score"] = round(f.score, 6)
+    return out
+
+
+def map_file_text(f: MapFile, explain: bool = False) -> str:
+    """`path` (and its role when not code), then one line per place: `  L73-149 signature`."""
+    head = f.path + (f" ({f.role})" if f.role != "code" else "")
+    if explain:
+        head += f" [score {f.score:.4f}]"
+    lines = [head]
+    for m in f.symbols:
+        lines.append(f"  L{m.start_line}-{m.end_line} {m.signature or m.name}".rstrip())
+    return "\n".join(lines)
+
+
 def _envelope(result: RecallResult, explain: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "found": result.found, "confidence": result.confidence, "tokens": result.tokens,
@@ -68,13 +93,22 @@ def _envelope(result: RecallResult, explain: bool) -> dict[str, Any]:
 def recall_dict(result: RecallResult, explain: bool = False,
                 evidence: Sequence[Evidence] | None = None) -> dict[str, Any]:  # fmt: skip
     """The JSON form (`evidence`: the items to show, default all of the result's)."""
+    if result.format == "map":
+        return {**_envelope(result, explain),
+                "files": [map_file_dict(f, explain) for f in result.files]}  # fmt: skip
     items = result.evidence if evidence is None else evidence
     return {**_envelope(result, explain), "evidence": [evidence_dict(e, explain) for e in items]}
 
 
 def _status_line(result: RecallResult) -> str:
     conf = "" if result.confidence is None else f" (confidence {result.confidence:.2f})"
-    line = f"found: {FOUND[result.found]}{conf}; {len(result.evidence)} results"
+    if result.format == "map":
+        line = (
+            f"found: {FOUND[result.found]}{conf}; {len(result.files)} files, best first; "
+            "open a file at those lines, or recall with paths=[file]"
+        )
+    else:
+        line = f"found: {FOUND[result.found]}{conf}; {len(result.evidence)} results"
     if result.found is False and result.evidence:
         line += "; the nearest matches only: rephrase, or read the files"
     if result.truncated:
@@ -89,8 +123,10 @@ def _status_line(result: RecallResult) -> str:
 def recall_text(result: RecallResult, explain: bool = False,
                 evidence: Sequence[Evidence] | None = None) -> str:  # fmt: skip
     """The text form: a status line, then per item its header and the code."""
-    items = result.evidence if evidence is None else evidence
     parts = [_status_line(result)]
+    if result.format == "map":
+        return "\n".join([*parts, *(map_file_text(f, explain) for f in result.files)])
+    items = result.evidence if evidence is None else evidence
     for e in items:
         block = f"## {header(e)}"
         if explain:

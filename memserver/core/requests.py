@@ -149,6 +149,19 @@ def check_query(query: str) -> str:
     return query
 
 
+FORMATS = ("chunks", "map")
+
+
+def check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise BadRequest(
+            f"format must be one of {', '.join(FORMATS)}, got {fmt!r}",
+            hint="'chunks' returns code; 'map' returns ranked files with their places "
+            "(symbols and line spans) in about 1,000 tokens",
+        )
+    return fmt
+
+
 def check_budget(budget_tokens: int) -> int:
     low, high = LIMITS.budget_min, LIMITS.budget_max
     if isinstance(budget_tokens, bool) or not low <= budget_tokens <= high:

@@ -189,6 +189,27 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class MapSymbol:
+    """One place in a map answer's file: a chunk's symbol, span and first code line."""
+
+    id: str
+    name: str
+    start_line: int
+    end_line: int
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
+class MapFile:
+    """One file of a map answer: where to look, and its most relevant places."""
+
+    path: str
+    score: float
+    role: str
+    symbols: tuple[MapSymbol, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RecallResult:
     query: str
     found: bool | None
@@ -199,6 +220,8 @@ class RecallResult:
     unembedded: int = 0  # current chunks still waiting for a vector
     signals: dict[str, float] = field(default_factory=dict)  # the gate's inputs, for calibration
     degraded: str = ""  # why recall ran without a part (the model), and the fix
+    files: tuple[MapFile, ...] = ()  # a map answer's files (format "map"), best first
+    format: str = "chunks"  # "chunks" (evidence with code) or "map" (files and places)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -210,7 +233,15 @@ class RecallResult:
             "unembedded_chunks": self.unembedded,
             "degraded": self.degraded,
             "evidence": [e.to_dict() for e in self.evidence],
+            **({"files": [_map_file_dict(f) for f in self.files]} if self.format == "map" else {}),
         }
+
+
+def _map_file_dict(f: MapFile) -> dict[str, Any]:
+    return {"path": f.path, "score": round(f.score, 6), "role": f.role,
+            "symbols": [{"id": m.id, "name": m.name, "start_line": m.start_line,
+                         "end_line": m.end_line, "signature": m.signature}
+                        for m in f.symbols]}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -237,10 +268,17 @@ class IndexReport:
     seconds_embedding: float = 0.0
     embedder: str = ""
     repaired: int = 0  # rows fixed by reconciliation after an interrupted run
+    vectors_pending: str = ""  # why embedding stopped (the model cannot be loaded), and the fix
+    # secret values masked in the files this run indexed: path → kind → count (never values)
+    masked: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def files_skipped(self) -> int:
         return len(self.skipped)
+
+    @property
+    def masked_total(self) -> int:
+        return sum(sum(kinds.values()) for kinds in self.masked.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -265,6 +303,9 @@ class IndexReport:
             "seconds_embedding": round(self.seconds_embedding, 3),
             "embedder": self.embedder,
             "repaired": self.repaired,
+            "vectors_pending": self.vectors_pending,
+            "masked_total": self.masked_total,
+            "masked": {p: dict(sorted(k.items())) for p, k in sorted(self.masked.items())},
         }
 
 
@@ -280,6 +321,7 @@ class FileRecord:
     chunk_ids: tuple[str, ...]
     git_commit: str = ""
     git_branch: str = ""
+    masked: tuple[tuple[str, int], ...] = ()  # (kind, count) of secret values masked in it
 
 
 # memory statuses: active and stale ones are recalled (stale marked); superseded ones stay
@@ -372,6 +414,7 @@ class Status:
     removed_files: tuple[str, ...]
     watcher: dict[str, Any] = field(default_factory=lambda: {"state": "off"})
     server: dict[str, Any] = field(default_factory=dict)  # set by a running server
+    masked: dict[str, dict[str, int]] = field(default_factory=dict)  # path → kind → count
 
     @property
     def up_to_date(self) -> bool:
@@ -384,6 +427,12 @@ class Status:
         for name in ("stale_files", "new_files", "removed_files"):
             out[name] = list(out[name])
         out["up_to_date"] = self.up_to_date
+        by_kind: dict[str, int] = {}
+        for kinds in self.masked.values():
+            for kind, n in kinds.items():
+                by_kind[kind] = by_kind.get(kind, 0) + n
+        out["masked_total"] = sum(by_kind.values())
+        out["masked_by_kind"] = dict(sorted(by_kind.items()))
         if not self.server:
             del out["server"]
         return out

@@ -14,13 +14,34 @@ from memserver.core.graph import FileTags
 from memserver.core.types import Chunk, FileRecord, ForgetRule, Memory
 
 __all__ = [
-    "ConsolidationWrite", "FileChanges", "FileGraph", "ForgetPlan", "NoteWrite", "Place",
-    "Revision", "Vectors",
+    "ConsolidationWrite", "FileChanges", "FileDocument", "FileGraph", "ForgetPlan", "NoteWrite",
+    "Place", "Revision", "Vectors", "file_documents",
 ]  # fmt: skip
 
 Place = tuple[int, int, str, str]  # where a chunk sits in its file: start, end, symbol, header
 Vectors = Mapping[str, Sequence[float]]  # row id → vector
 EventRow = tuple[str, Sequence[str], str, str]  # (op, targets, before, after)
+
+
+@dataclass(frozen=True, slots=True)
+class FileDocument:
+    """A whole file as the file-level keyword arm searches it: its path, and the text of its
+    chunks in file order (what indexing kept of it, secrets masked as in its chunks)."""
+
+    path: str
+    text: str
+
+
+def file_documents(chunks: Sequence[Chunk]) -> list[FileDocument]:
+    """One document per file among `chunks` (file chunks only), its chunks in line order."""
+    by_path: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        if c.origin == "file":
+            by_path.setdefault(c.path, []).append(c)
+    return [
+        FileDocument(path, "\n".join(c.text for c in sorted(cs, key=lambda c: c.start_line)))
+        for path, cs in by_path.items()
+    ]
 
 
 @dataclass(frozen=True)
@@ -50,8 +71,10 @@ class FileChanges:
     memories_hidden: Sequence[str] = ()  # keyword documents to drop (their chunk closed)
     follow_origin: bool = False  # code memories exist: those of closed chunks turn stale
     notes_stale: Sequence[str] = ()  # notes citing closed chunks: active → stale
+    documents: Sequence[FileDocument] = ()  # whole-file keyword documents to (re)write
     records: Sequence[FileRecord] = ()  # manifest rows (written last: the commit point)
-    removed_paths: Sequence[str] = ()  # manifest rows to drop (their graph rows close too)
+    removed_paths: Sequence[str] = ()  # manifest rows to drop (their graph rows and file
+    # documents go too)
     graphs: Sequence[FileGraph] = ()  # the code graph of every file in `records` that changed
 
 

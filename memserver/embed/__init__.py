@@ -9,8 +9,9 @@ NONE = "none"
 HASHING = "hashing"
 
 
-def make_embedder(settings: EmbeddingSettings) -> Embedder | None:
-    """The embedder the settings name; None for BM25-only indexes. Loads lazily."""
+def make_embedder(settings: EmbeddingSettings, *, download: bool = False) -> Embedder | None:
+    """The embedder the settings name; None for BM25-only indexes. Loads lazily; `download`:
+    it may fetch the model when the cache lacks it (else it only reads the cache)."""
     if settings.model == NONE:
         return None
     if settings.model.startswith(HASHING):
@@ -19,7 +20,7 @@ def make_embedder(settings: EmbeddingSettings) -> Embedder | None:
         return HashingEmbedder()
     from memserver.embed.fastembed import FastEmbedder
 
-    return FastEmbedder(settings)
+    return FastEmbedder(settings, download=download)
 
 
 def embedder_identity(settings: EmbeddingSettings) -> tuple[str, int]:

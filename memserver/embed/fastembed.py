@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from memserver.config import EmbeddingSettings
 from memserver.core.errors import ModelUnavailable
+from memserver.embed.models import HUB_HOST, cache_dir, fix_hint, reachable
+
+# a model that failed to load, per (model, cache, may download): every embedder of the
+# process gives up at once for RETRY_SECONDS (a long-lived server then looks again: the
+# cache is read in milliseconds), and a load that succeeds clears it
+RETRY_SECONDS = 300.0
+_FAILED: dict[tuple[str, str, bool], tuple[float, ModelUnavailable]] = {}
+_FAILED_LOCK = threading.Lock()
 
 _KNOWN_DIMS = {
     "sentence-transformers/all-minilm-l6-v2": 384,
@@ -44,45 +54,94 @@ def known_dim(model: str) -> int:
     )
 
 
+def _quiet() -> None:
+    """fastembed logs through loguru to stderr (and its INFO lines would reach stdout users);
+    a missing model is reported by us, once, with the fix."""
+    try:
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:  # pragma: no cover - fastembed depends on loguru today
+        pass
+
+
 class FastEmbedder:
     """`Embedder` over fastembed's TextEmbedding (ONNX Runtime on the CPU)."""
 
-    def __init__(self, settings: EmbeddingSettings) -> None:
+    def __init__(self, settings: EmbeddingSettings, *, download: bool = False) -> None:
+        """`download`: fetch the model from the hub when the cache lacks it (indexing and
+        `memserver model fetch`); otherwise only the cache is read (the recall path)."""
         self.settings = settings
         self.name = settings.model
         self.dim = known_dim(settings.model)
+        self.download = download
+        self.cache = cache_dir(settings)
         self._model: Any = None
         self._lock = threading.Lock()
 
     def load(self) -> Any:
+        """The model, loaded once; a failure is remembered for the whole process (see
+        RETRY_SECONDS), so nothing waits on a missing model twice."""
         with self._lock:
             if self._model is None:
-                self._model = self._load()
+                key = (self.name, str(self.cache), self.download)
+                with _FAILED_LOCK:
+                    failed = _FAILED.get(key)
+                if failed is not None and time.monotonic() - failed[0] < RETRY_SECONDS:
+                    raise failed[1]
+                try:
+                    self._model = self._load()
+                except ModelUnavailable as exc:
+                    with _FAILED_LOCK:
+                        _FAILED[key] = (time.monotonic(), exc)
+                    raise
+                with _FAILED_LOCK:
+                    _FAILED.pop(key, None)
             return self._model
 
-    def _load(self) -> Any:
-        try:
-            from loguru import logger
-
-            logger.disable("fastembed")  # its INFO lines would reach stdout users
-        except ImportError:  # pragma: no cover - fastembed depends on loguru today
-            pass
+    def cached(self) -> bool:
+        """Whether the model's files are in the cache (checked without loading the model)."""
+        _quiet()
         from fastembed import TextEmbedding
 
-        cache = self.settings.cache_dir or os.environ.get("FASTEMBED_CACHE_PATH") or None
-        kwargs: dict[str, Any] = {"cache_dir": cache}
+        try:
+            TextEmbedding(self.name, cache_dir=str(self.cache), local_files_only=True,
+                          lazy_load=True)  # fmt: skip
+        except Exception:
+            return False
+        return True
+
+    def _load(self) -> Any:
+        _quiet()
+        from fastembed import TextEmbedding
+
+        kwargs: dict[str, Any] = {"cache_dir": str(self.cache)}
         if self.settings.threads:
             kwargs["threads"] = self.settings.threads
-        try:
-            return TextEmbedding(self.settings.model, **kwargs)
+        model, hint = self.settings.model, fix_hint(self.settings.model, self.cache)
+        try:  # the cache alone: milliseconds when the model is there, no network ever
+            return TextEmbedding(model, local_files_only=True, **kwargs)
         except Exception as exc:
-            where = cache or "fastembed's default cache"
+            missing = exc
+        if not self.download:
             raise ModelUnavailable(
-                f"cannot load embedding model {self.settings.model!r} from {where}: "
+                f"embedding model {model!r} is not in the model cache {self.cache}", hint=hint
+            ) from missing
+        offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES"}
+        if offline or not reachable():
+            why = "HF_HUB_OFFLINE is set" if offline else f"{HUB_HOST} cannot be reached"
+            raise ModelUnavailable(
+                f"embedding model {model!r} is not in the model cache {self.cache}, and {why}",
+                hint=hint,
+            ) from missing
+        try:
+            Path(self.cache).mkdir(parents=True, exist_ok=True)
+            return TextEmbedding(model, **kwargs)
+        except Exception as exc:
+            raise ModelUnavailable(
+                f"cannot download embedding model {model!r} to {self.cache}: "
                 f"{type(exc).__name__}: {str(exc)[:300]}",
-                hint="connect to the internet once so fastembed can download it, or point "
-                "FASTEMBED_CACHE_PATH (or [embedding] cache_dir) at a cache that holds it, "
-                "or index without vectors: --embedder none",
+                hint=hint,
             ) from exc
 
     def _clip(self, text: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from memserver.core.errors import ModelUnavailable
 from memserver.core.protocols import Reranker
+from memserver.embed.models import ENV, default_cache_dir
 
 DEFAULT_MODEL = "Xenova/ms-marco-MiniLM-L-6-v2"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # fastembed cannot load without
@@ -24,9 +24,10 @@ _METADATA_FILE = "files_metadata.json"  # fastembed's record of the sizes it dow
 
 
 def cache_root(cache_dir: str | None) -> Path:
-    """The folder fastembed reads: `cache_dir`, else FASTEMBED_CACHE_PATH, else its temp default."""
-    chosen = cache_dir or os.environ.get("FASTEMBED_CACHE_PATH")
-    return Path(chosen) if chosen else Path(tempfile.gettempdir()) / "fastembed_cache"
+    """The folder models are read from: `cache_dir`, else FASTEMBED_CACHE_PATH, else the
+    per-user model cache (`memserver.embed.models`), as for the embedding model."""
+    chosen = cache_dir or os.environ.get(ENV)
+    return Path(chosen).expanduser() if chosen else default_cache_dir()
 
 
 def _maybe_cached(model: str, cache_dir: str | None) -> bool:

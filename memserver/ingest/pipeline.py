@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from indexers.walk import read_source
+from memserver.core.errors import ModelUnavailable
 from memserver.core.graph import FileTags, file_version
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
@@ -27,10 +28,11 @@ from memserver.core.types import (
     PathSet,
     SourceFile,
 )
-from memserver.core.writes import FileChanges, FileGraph, Place
+from memserver.core.writes import FileChanges, FileGraph, Place, file_documents
 from memserver.ingest.memories import MemoryPlanner
 from memserver.store.index import IndexStore
 from memserver.text.passages import embed_text
+from memserver.text.secrets import mask_code, masked_counts
 
 _STEP = 16  # chunks embedded between two looks at a stop condition
 # Storing a batch's vectors (a merge on id) costs a scan of the whole table: 2.4-3 s at
@@ -45,8 +47,9 @@ _MAX_BATCH = 32_768
 class _FilePlan:
     source: SourceFile
     digest: str
-    text: str
+    text: str  # with secret values masked: nothing past the read sees them
     old: FileRecord | None
+    masked: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -158,11 +161,13 @@ class Indexer:
                 plan.unchanged += 1
                 plan.touched.append(
                     FileRecord(
-                        f.path, digest, f.size, f.mtime_ns, f.language, old.chunk_ids, *self.git
+                        f.path, digest, f.size, f.mtime_ns, f.language, old.chunk_ids, *self.git,
+                        masked=old.masked,
                     )
-                )
+                )  # fmt: skip
                 continue
-            plan.changed.append(_FilePlan(f, digest, text, old))
+            text, spans = mask_code(text, f.language, f.path)  # the hash stays the file's
+            plan.changed.append(_FilePlan(f, digest, text, old, masked_counts(spans)))
         plan.removed.extend(manifest.values())  # in the manifest, gone from the tree
         self.progress.finish()
         return plan
@@ -219,9 +224,11 @@ class Indexer:
             records.append(
                 FileRecord(
                     s.path, fp.digest, s.size, s.mtime_ns, s.language,
-                    tuple(c.id for c in chunks), *self.git,
+                    tuple(c.id for c in chunks), *self.git, masked=fp.masked,
                 )
             )  # fmt: skip
+            if fp.masked:
+                report.masked[s.path] = dict(fp.masked)
             report.tokens += sum(c.tokens for c in chunks)
         kept = set(existing)
         reopened = [cid for cid in kept if not states[cid]]
@@ -236,7 +243,8 @@ class Indexer:
             moved_chunks=[existing[cid] for cid in moved], closed=gone,
             memories_added=fresh, memories_revived=revived, memories_searchable=live,
             memories_hidden=hidden, follow_origin=self.distiller is not None,
-            notes_stale=memories.chunks_closed(gone), records=records, graphs=graphs,
+            notes_stale=memories.chunks_closed(gone), graphs=graphs,
+            documents=file_documents([c for _, chunks in cut for c in chunks]), records=records,
         ))  # fmt: skip
         for c in new:
             states[c.id] = True
@@ -299,8 +307,15 @@ class Indexer:
         started = time.monotonic()
         if self.counting:  # only a progress bar needs the total
             self.progress.start("embedding", chunks.count_unembedded() + mem.count_unembedded())
-        chunks_done = self._embed_chunks(report, stop)
-        done = chunks_done and not (stop and stop()) and self._embed_memories(report, stop)
+        try:
+            chunks_done = self._embed_chunks(report, stop)
+            done = chunks_done and not (stop and stop()) and self._embed_memories(report, stop)
+        except ModelUnavailable as exc:  # searchable by keyword; vectors wait for the model
+            self.progress.finish()
+            report.vectors_pending = f"{exc.message}; fix: {exc.hint}"
+            report.seconds_embedding += time.monotonic() - started
+            report.chunks_unembedded = chunks.count_unembedded()
+            return False
         self.progress.finish()
         report.seconds_embedding += time.monotonic() - started
         report.chunks_unembedded = 0 if chunks_done else chunks.count_unembedded()

@@ -20,14 +20,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memserver.config import MemorySettings
-from memserver.core.errors import BadRequest
+from memserver.core.errors import BadRequest, ModelUnavailable
 from memserver.core.ids import chunk_id, content_hash, memory_id, normalise
 from memserver.core.protocols import Embedder, TokenCounter
 from memserver.core.requests import (
@@ -195,8 +195,11 @@ class MemoryService:
 
         vectors = None
         if self.embedder is not None and notes:
-            vectors = np.asarray(self.embedder.embed_documents([n.text for n in notes]),
-                                 dtype=np.float32)  # fmt: skip
+            try:
+                vectors = np.asarray(self.embedder.embed_documents([n.text for n in notes]),
+                                     dtype=np.float32)  # fmt: skip
+            except ModelUnavailable:  # novelty by words alone (salience handles None)
+                vectors = None
         scores = turn_scores([n.text for n in notes], vectors)
         threshold = self.settings.turn_min_score
         kept = [n for n, s in zip(notes, scores, strict=True) if s >= threshold]
@@ -231,6 +234,8 @@ class MemoryService:
         project = self.store.meta.project
         when = (note.event_time or datetime.now(UTC)).astimezone(UTC)
         clean, redactions = self.scrubber.scrub(note.text)
+        note, more = self._scrubbed_fields(note)
+        redactions += more
         prose, blocks = split_code(clean)
         scope_key = ",".join(f"{k}={v}" for k, v in note.scope)
         origin = "turn" if note.turn_id else "note"
@@ -246,6 +251,19 @@ class MemoryService:
             redacted=dict(Counter(r.kind for r in redactions)),
         )  # fmt: skip
         return result, note, clean, prose, blocks, when, path
+
+    def _scrubbed_fields(self, note: Note) -> tuple[Note, list[Any]]:
+        """Tags, speaker and turn id are stored (and searched) too: scrub them like the text."""
+        found: list[Any] = []
+        cleaned = []
+        for value in (*note.tags, note.speaker, note.turn_id):
+            clean, spans = self.scrubber.scrub(value) if value else (value, [])
+            cleaned.append(clean)
+            found += spans
+        if not found:
+            return note, []
+        *tags, speaker, turn_id = cleaned
+        return replace(note, tags=tuple(tags), speaker=speaker, turn_id=turn_id), found
 
     def _build(
         self, result: RememberResult, note: Note, prose: str, blocks: Sequence[Any],
@@ -343,12 +361,16 @@ class MemoryService:
         return list(dict.fromkeys(cites))[:limit], unknown
 
     def _vectors(self, chunks: Sequence[Chunk], memories: Sequence[Memory]) -> dict[str, Any]:
-        """Embedded before anything is written, so rows go in complete."""
+        """Embedded before anything is written, so rows go in complete. Without the model
+        they go in without vectors (searchable by keyword; the next index run embeds them)."""
         if self.embedder is None or not self.store.meta.dim:
             return {}
         texts = [embed_text(c) for c in chunks] + [m.text for m in memories]
         ids = [c.id for c in chunks] + [m.id for m in memories]
-        return dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
+        try:
+            return dict(zip(ids, self.embedder.embed_documents(texts), strict=True))
+        except ModelUnavailable:
+            return {}
 
     # -- forget --------------------------------------------------------------------
 

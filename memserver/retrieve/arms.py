@@ -27,7 +27,8 @@ from memserver.retrieve.plan import QueryPlan
 from memserver.text.terms import QUERY_STOP_WORDS
 
 __all__ = [
-    "ArmSpec", "Masks", "Ranked", "Via", "filter_mask", "memory_mask", "plan_arms", "run_arms",
+    "ArmSpec", "Masks", "Ranked", "Via", "filter_mask", "memory_mask", "plan_arms",
+    "resolve_memories", "run_arms",
 ]  # fmt: skip
 
 Ranked = list[tuple[str, float]]
@@ -232,7 +233,7 @@ def dense_chunks(snap: Snapshot, qv: np.ndarray, mask: np.ndarray | None, k: int
     return [(snap.id_at(r), s) for r, s in snap.dense(qv, k, mask)]
 
 
-def _resolve(snap: Snapshot, memory_rows: Sequence[tuple[int, float]],
+def resolve_memories(snap: Snapshot, memory_rows: Sequence[tuple[int, float]],
              mask: np.ndarray | None, via: Via, mmask: np.ndarray | None) -> Ranked:  # fmt: skip
     """Memory hits → the chunks they cite (best memory first); `via` records which memory."""
     out: dict[str, float] = {}
@@ -251,7 +252,7 @@ def dense_memories(
     snap: Snapshot, qv: np.ndarray, mask: np.ndarray | None, k: int, via: Via,
     mmask: np.ndarray | None = None,
 ) -> Ranked:  # fmt: skip
-    return _resolve(snap, snap.dense_memories(qv, 3 * k, mmask), mask, via, mmask)[:k]
+    return resolve_memories(snap, snap.dense_memories(qv, 3 * k, mmask), mask, via, mmask)[:k]
 
 
 def bm25_arm(keyword: KeywordIndex, snap: Snapshot, terms: Sequence[str], view: str,
@@ -261,7 +262,7 @@ def bm25_arm(keyword: KeywordIndex, snap: Snapshot, terms: Sequence[str], view: 
     found = snap.rows_of([h for h, _ in hits], memories=view == "memory")
     if view == "memory":
         rows = [(r, s) for (_, s), r in zip(hits, found, strict=True) if r is not None]
-        return _resolve(snap, rows, mask, via, mmask)[:k]
+        return resolve_memories(snap, rows, mask, via, mmask)[:k]
     out = [(cid, s) for (cid, s), r in zip(hits, found, strict=True)
            if r is not None and (mask is None or mask[r])]  # fmt: skip
     return out[:k]

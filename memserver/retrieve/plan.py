@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import lru_cache
 from importlib import resources
 
+from memserver.text.task import Task, parse_task
 from memserver.text.terms import analysed, query_terms
 from memserver.text.timeexpr import dates_named
 
@@ -41,6 +42,7 @@ class QueryPlan:
     content_words: tuple[str, ...]
     depth: int  # candidates kept per arm
     dates: tuple[tuple[datetime, datetime], ...] = ()  # days and months named: [start, end)
+    task: Task | None = None  # a long query (a task description): its parts, ranked by file
 
 
 @lru_cache(maxsize=1)
@@ -70,10 +72,17 @@ def plan_query(
     weights: tuple[float, float, float] = (1.0, 1.0, 0.5),
     base_depth: int = 30,
     rewrites: Sequence[str] = (),
+    long_words: int = 0,
 ) -> QueryPlan:
-    """Routes for `query`; `rewrites` (from an LLM) replace the table's expansions."""
+    """Routes for `query`; `rewrites` (from an LLM) replace the table's expansions. A query
+    of at least `long_words` distinct content words (0: never) is a task description: its
+    plan carries its parts (`task`), and recall ranks files for it (`longquery`)."""
     terms = tuple(dict.fromkeys(w for w in analysed(query).split() if len(w) > 1))
     content = tuple(query_terms(query))
+    if long_words and len(content) >= long_words:
+        task = parse_task(query)
+        return QueryPlan(query, (Route("original", query, terms, weights[0]),),
+                         identifiers(query), content, base_depth, task=task)  # fmt: skip
     canonical = " ".join(content)
     routes = [Route("original", query, terms, weights[0])]
     if canonical and canonical != query.strip().lower():

@@ -18,6 +18,7 @@ import numpy as np
 from indexers.read import Refused, read_bytes
 from memserver.config import RecallSettings
 from memserver.core import render
+from memserver.core.errors import ModelUnavailable
 from memserver.core.ids import content_hash
 from memserver.core.protocols import (
     CodeGraph,
@@ -27,16 +28,26 @@ from memserver.core.protocols import (
     Snapshot,
     TokenCounter,
 )
-from memserver.core.requests import LIMITS, Filters, check_budget, check_query
+from memserver.core.requests import LIMITS, Filters, check_budget, check_format, check_query
 from memserver.core.types import Evidence, RecallResult
 from memserver.retrieve import arms
 from memserver.retrieve.arms import Masks, Ranked, Via
+from memserver.retrieve.codemap import build_map
 from memserver.retrieve.conversation import COMPARED, Conversation, continue_turns
 from memserver.retrieve.fuse import Fused, rrf
-from memserver.retrieve.gate import FEATURES, GateSignals, confidence, coverage
+from memserver.retrieve.gate import (
+    FEATURES,
+    GateSignals,
+    confidence,
+    confidence_of,
+    coverage,
+    long_signals,
+)
+from memserver.retrieve.longquery import dense_texts, retrieve_long
 from memserver.retrieve.merge import merge_adjacent
 from memserver.retrieve.pack import pack
 from memserver.retrieve.plan import QueryPlan, plan_query
+from memserver.retrieve.roles import path_role
 
 __all__ = ["Expander", "Recaller"]
 
@@ -56,6 +67,8 @@ class Recaller:
         expander: Expander | None = None,
         root: Path | None = None,
         graph: CodeGraph | None = None,
+        files: KeywordIndex | None = None,
+        dense_chars: int = 2000,
     ) -> None:
         self.snapshots = snapshots  # the current Snapshot (brought up to date by the store)
         self.keyword = keyword
@@ -66,6 +79,8 @@ class Recaller:
         self.expander = expander
         self.root = root  # the project root, to tell when a returned file changed since
         self.graph = graph  # the code graph, for the graph arms (None: no graph arms)
+        self.files = files  # whole-file keyword index (long queries' file arm), if any
+        self.dense_chars = dense_chars  # what the embedding model sees of a text
         self.degraded = ""  # set when recall runs without the model (and why)
         s = settings
         self.conversation = Conversation(s.speaker_boost, s.turn_continuations, s.gate_threshold)
@@ -81,18 +96,56 @@ class Recaller:
         include_memories: bool = True,
         rerank: bool = True,
         explain: bool = False,
+        format: str = "chunks",
     ) -> RecallResult:
         """The ranked evidence for `query`; the whole answer fits `budget_tokens` as the
-        agent reads it (`memserver.core.render`, with routes and scores when `explain`)."""
+        agent reads it (`memserver.core.render`, with routes and scores when `explain`).
+        `format="map"`: ranked files with their most relevant places instead of code."""
         s = self.settings
+        check_format(format)
         k = min(k or s.k, LIMITS.k_max)
-        budget = check_budget(s.budget_tokens if budget_tokens is None else budget_tokens)
+        default_budget = s.map_budget_tokens if format == "map" else s.budget_tokens
+        budget = check_budget(default_budget if budget_tokens is None else budget_tokens)
         check_query(query)
         started = time.perf_counter()
         snap = self.snapshots()
         filters = filters or Filters()
         masks = (arms.filter_mask(snap, filters), arms.memory_mask(snap, filters))
-        plan, evidence, firsts = self._retrieve(snap, query, masks, include_memories, k)
+        plan = self._plan(query)
+        files = max_files or s.max_files
+        if plan.task is not None:
+            result = self._recall_long(snap, plan, masks, include_memories, k, budget, files,
+                                       explain, format)  # fmt: skip
+        else:
+            result = self._recall_short(snap, plan, masks, include_memories, k, budget, files,
+                                        explain, format, rerank)  # fmt: skip
+        result.signals["ms"] = (time.perf_counter() - started) * 1000
+        return result
+
+    def _plan(self, query: str) -> QueryPlan:
+        s = self.settings
+        return plan_query(
+            query, expansions=s.expansions,
+            weights=(s.original_weight, s.canonical_weight, s.expansion_weight),
+            base_depth=s.candidates, long_words=s.long_query_words,
+            rewrites=self.expander(query) if self.expander is not None else (),
+        )  # fmt: skip
+
+    def _empty(self, snap: Snapshot, query: str, conf: float, found: bool, fmt: str
+               ) -> RecallResult:  # fmt: skip
+        return RecallResult(
+            query=query, found=found, confidence=round(conf, 4), tokens=0, truncated=False,
+            evidence=(), unembedded=snap.unembedded() if self.embedder is not None else 0,
+            degraded=self.degraded, format=fmt,
+        )  # fmt: skip
+
+    def _recall_short(
+        self, snap: Snapshot, plan: QueryPlan, masks: Masks, include_memories: bool, k: int,
+        budget: int, max_files: int, explain: bool, fmt: str, rerank: bool,
+    ) -> RecallResult:  # fmt: skip
+        s = self.settings
+        query = plan.query
+        evidence, firsts = self._retrieve(snap, plan, masks, include_memories, k)
         evidence = self._refine(snap, query, evidence, k, rerank)
         signals = self._signals(plan, evidence, firsts)
         conf = self._confidence(signals)
@@ -102,22 +155,59 @@ class Recaller:
         named, stripped = self.conversation.names(query, evidence[: 3 * k])
         if stripped:
             conf = self.conversation.hold_back(named, stripped, conf, self._lexical(snap, firsts))
-            plan, evidence, _ = self._retrieve(snap, stripped, masks, include_memories, k)
+            evidence, _ = self._retrieve(snap, self._plan(stripped), masks, include_memories, k)
             evidence = self._refine(snap, stripped, evidence, k, rerank)
         evidence = self.conversation.prefer_subject(query, named, evidence)
         evidence = continue_turns(
             evidence, s.turn_continuations, lambda e: self._next_turns(snap, e, masks[0])
         )
-        result = RecallResult(
-            query=query, found=conf >= s.gate_threshold if evidence else False,
-            confidence=round(conf, 4), tokens=0, truncated=False, evidence=(),
-            unembedded=snap.unembedded() if self.embedder is not None else 0,
-            degraded=self.degraded,
-        )  # fmt: skip
-        result = self._fit(snap, result, evidence, budget, max_files or s.max_files, k, explain)
+        result = self._empty(snap, query, conf, conf >= s.gate_threshold if evidence else False,
+                             fmt)  # fmt: skip
+        if fmt == "map":
+            ranked = [(e.path, e.score, path_role(e.path)) for e in evidence]
+            result = self._fit_map(result, ranked, evidence, budget, explain)
+        else:
+            result = self._fit(snap, result, evidence, budget, max_files, k, explain)
         result.signals.update(dict(zip(FEATURES, signals.vector(), strict=True)))
-        result.signals["ms"] = (time.perf_counter() - started) * 1000
         return result
+
+    def _recall_long(
+        self, snap: Snapshot, plan: QueryPlan, masks: Masks, include_memories: bool, k: int,
+        budget: int, max_files: int, explain: bool, fmt: str,
+    ) -> RecallResult:  # fmt: skip
+        s = self.settings
+        qvs = self._query_vectors(snap, lambda: dense_texts(plan, self.dense_chars))
+        answer = retrieve_long(
+            snap, self.keyword, self.files, plan, qvs, masks, s,
+            include_memories=include_memories, k=k if fmt != "map" else s.map_files,
+            evidence_of=lambda fused, via: self._evidence(snap, fused, via),
+        )  # fmt: skip
+        gate = long_signals(answer.files, answer.best_of)
+        conf = confidence_of(gate, s.long_gate_weights, s.long_gate_bias)
+        found = conf >= s.long_gate_threshold if answer.evidence else False
+        result = self._empty(snap, plan.query, conf, found, fmt)
+        if fmt == "map":
+            ranked = [(f.path, f.score, f.role) for f in answer.files]
+            result = self._fit_map(result, ranked, answer.evidence, budget, explain)
+        else:
+            result = self._fit(snap, result, answer.evidence, budget, max_files, k, explain)
+        result.signals.update(gate)
+        return result
+
+    def _fit_map(
+        self, result: RecallResult, ranked: Sequence[tuple[str, float, str]],
+        evidence: Sequence[Evidence], budget: int, explain: bool,
+    ) -> RecallResult:  # fmt: skip
+        """A map answer: as many of the ranked files (up to `map_files`) as fit the budget."""
+        count = self.tokens.count if self.tokens is not None else _rough_count
+        files = build_map(ranked, evidence, self.settings.map_files)
+        while True:
+            shown = replace(result, files=tuple(files), truncated=len(files) < len(ranked))
+            used = max(count(render.dumps(render.recall_dict(shown, explain))),
+                       count(render.recall_text(shown, explain)))  # fmt: skip
+            if used <= budget or not files:
+                return replace(shown, tokens=used)
+            files.pop()
 
     def _fit(
         self, snap: Snapshot, result: RecallResult, ranked: list[Evidence], budget: int,
@@ -146,30 +236,36 @@ class Recaller:
     # -- stages --------------------------------------------------------------------
 
     def _retrieve(
-        self, snap: Snapshot, query: str, masks: Masks, include_memories: bool, k: int
-    ) -> tuple[QueryPlan, list[Evidence], dict[str, Ranked]]:
-        """Plan, arms, fusion and the evidence rows, best first."""
+        self, snap: Snapshot, plan: QueryPlan, masks: Masks, include_memories: bool, k: int
+    ) -> tuple[list[Evidence], dict[str, Ranked]]:
+        """Arms and fusion for a short query: the evidence rows, best first."""
         s = self.settings
-        plan = plan_query(
-            query, expansions=s.expansions,
-            weights=(s.original_weight, s.canonical_weight, s.expansion_weight),
-            base_depth=s.candidates,
-            rewrites=self.expander(query) if self.expander is not None else (),
-        )  # fmt: skip
-        qvs: list[np.ndarray] = []
-        if self.embedder is not None and snap.has_vectors():
-            # dense arms for the first routes only: MiniLM already maps synonyms close
-            # together, and each extra route costs a model call (~6 ms on 2 cores)
-            routes = plan.routes[: max(1, s.dense_routes)]
-            vecs = self.embedder.embed_documents([r.text for r in routes])
-            qvs = [np.asarray(v, dtype=np.float32) for v in vecs]
+        # dense arms for the first routes only: MiniLM already maps synonyms close together,
+        # and each extra route costs a model call (~6 ms on 2 cores)
+        routes = plan.routes[: max(1, s.dense_routes)]
+        qvs = self._query_vectors(snap, lambda: [r.text for r in routes])
         specs = arms.plan_arms(plan, s, dense_count=len(qvs), include_memories=include_memories,
                                large=snap.large, graph=self.graph is not None)  # fmt: skip
         ranked, weights, via = arms.run_arms(specs, snap, self.keyword, plan, qvs, masks,
                                              self.graph)  # fmt: skip
         fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
         firsts = {a.split("/", 1)[1]: r for a, r in ranked.items() if a.startswith("original/")}
-        return plan, self._evidence(snap, fused, via), firsts
+        return self._evidence(snap, fused, via), firsts
+
+    def _query_vectors(self, snap: Snapshot, texts: Callable[[], list[str]]
+                       ) -> list[np.ndarray]:  # fmt: skip
+        """The query's vectors for the dense arms; none without vectors in the index, or
+        when the model cannot be loaded: recall then runs on keywords and says why."""
+        if self.embedder is None or not snap.has_vectors():
+            return []
+        try:
+            vectors = self.embedder.embed_documents(texts())
+        except ModelUnavailable as exc:
+            self.degraded = (f"keyword search only: {exc.message}; fix: run `memserver model "
+                             "fetch`, or see `memserver doctor`")  # fmt: skip
+            return []
+        self.degraded = ""
+        return [np.asarray(v, dtype=np.float32) for v in vectors]
 
     def _refine(
         self, snap: Snapshot, query: str, evidence: list[Evidence], k: int, rerank: bool
@@ -264,7 +360,7 @@ class Recaller:
 
     def _confidence(self, signals: GateSignals) -> float:
         s = self.settings
-        if self.embedder is None:  # BM25 only: lexical coverage is all there is
+        if self.embedder is None or self.degraded:  # BM25 only: lexical coverage is all
             return signals.coverage
         return confidence(signals, s.gate_weights, s.gate_bias)
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -170,6 +170,7 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
         include_memories: Annotated[bool, Field(description=schemas.INCLUDE_MEMORIES)] = True,
         scope: Annotated[dict[str, str] | None, Field(description=schemas.SCOPE)] = None,
         explain: Annotated[bool, Field(description=schemas.EXPLAIN)] = False,
+        format: Annotated[Literal["chunks", "map"], Field(description=schemas.FORMAT)] = "chunks",
     ) -> Annotated[CallToolResult, schemas.RecallOutput]:
         app = ctx.request_context.lifespan_context
         with tool_errors("recall"):
@@ -180,6 +181,7 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
                 app, app.backend.recall, query, budget_tokens=budget, paths=path_globs,
                 languages=langs, kinds=kinds_, include_memories=include_memories,
                 scope=requests.check_scope(scope or {}), explain=explain,
+                format=requests.check_format(format),
             )  # fmt: skip
         # what the agent reads is the compact text; the same answer as data beside it, each
         # within the budget

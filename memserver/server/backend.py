@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memserver.core import render
-from memserver.core.errors import MemserverError
+from memserver.core.errors import IndexMissing, MemserverError
 from memserver.core.requests import Filters, Note, Scope, caller_scope, visible
 
 if TYPE_CHECKING:
@@ -102,6 +102,16 @@ class Backend:
             store = engine.open_store()
             recaller = engine.recaller(store=store)
             recaller.snapshots()  # read the snapshot now, not during the first query
+        except IndexMissing as exc:
+            if self._watcher is None:
+                self.last_error = str(exc)
+                raise
+            self.last_error = "the first index is being built"
+            raise IndexMissing(
+                f"the index of {self.root or '.'} is being built (serve --watch started its first "
+                "run)",
+                hint="ask again in a few seconds: keyword search is ready first",
+            ) from exc
         except Exception as exc:
             self.last_error = str(exc)
             raise
@@ -161,6 +171,7 @@ class Backend:
         include_memories: bool = True,
         scope: Scope = (),
         explain: bool = False,
+        format: str = "chunks",
     ) -> tuple[str, dict[str, Any]]:
         """(the answer as text, the same as data), each within the budget."""
         scope = self.scope_for(scope)
@@ -171,6 +182,7 @@ class Backend:
             filters=Filters(paths, languages, kinds, scope),
             include_memories=include_memories,
             explain=explain,
+            format=format,
         )
         self._attribution(engine, recaller, store).note_evidence(result.evidence)  # loaded
         return render.recall_text(result, explain), render.recall_dict(result, explain)

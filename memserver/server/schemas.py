@@ -45,6 +45,11 @@ Reading the answer:
   matches were left out: raise the budget or narrow with filters.
 - `unembedded_chunks` > 0: indexing is still running, so recall is keyword-only for those.
 
+A whole issue or task description works as the query too (title, prose, traceback, code):
+recall then ranks files first (implementation before tests and docs) and gives each likely
+file's best chunk before any second chunk of one. With format="map" it returns `files`
+instead of `evidence`: each file's `path` and `places` ([start, end, first line]).
+
 Evidence `id`s are stable content ids: read one again with the resource
 memserver://chunk/{{id}}, and pass them to tools that take evidence ids.
 
@@ -67,6 +72,11 @@ BUDGET = (
     "surveys, lower it to save context."
 )
 EXPLAIN = "Also show each item's score, the searches that found it and the notes citing it."
+FORMAT = (
+    "'chunks' (default): evidence with its code. 'map': the ranked files, each with its most "
+    "relevant places (line span and first line of code), about 20 files in 1,000 tokens; "
+    "read a place afterwards with recall paths=[file] or by opening the file."
+)
 PATHS = (
     "Only search files matching these gitignore-style globs, relative to the project root, "
     "e.g. ['src/**/*.py', 'docs/']; a later '!glob' excludes part of an earlier one."
@@ -116,6 +126,16 @@ class EvidenceItem(BaseModel):
                                          "notes that cite this span.")  # fmt: skip
 
 
+class MapFileItem(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    path: str
+    places: list[list[int | str]] = Field(
+        description="[start_line, end_line, first line of code] per place, in line order."
+    )
+    role: str | None = Field(default=None, description="test, doc, … when not code.")
+
+
 class RecallOutput(BaseModel):
     """The evidence pack for one query."""
 
@@ -128,7 +148,10 @@ class RecallOutput(BaseModel):
     unembedded_chunks: int = 0
     degraded: str | None = Field(default=None, description="Set when recall ran without the "
                                  "embedding model: why, and the fix.")  # fmt: skip
-    evidence: list[EvidenceItem]
+    evidence: list[EvidenceItem] = Field(default_factory=list)
+    files: list[MapFileItem] | None = Field(
+        default=None, description="format='map': ranked files and their places, best first."
+    )
 
 
 REMEMBER = """\

@@ -1,4 +1,5 @@
-"""tantivy adapter (the sole tantivy importer): BM25 over chunks and memories (`KeywordIndex`).
+"""tantivy adapter (the sole tantivy importer): BM25 over chunks and memories (`KeywordIndex`),
+and, in an index of its own, over whole files (`FileDocument`s: the file-level arm).
 
 Neither tantivy's analysers nor LanceDB's split identifiers, so we do it
 ourselves (`memserver.text.terms.analysed`) and hand tantivy text that already
@@ -21,6 +22,7 @@ from typing import Any
 
 from memserver.core.errors import StoreError
 from memserver.core.types import Chunk, Memory
+from memserver.core.writes import FileDocument
 from memserver.store.failures import READ_ONLY, failure_hint
 from memserver.text.terms import analysed
 
@@ -39,7 +41,11 @@ def tantivy_errors(action: str) -> Iterator[None]:
         yield
     except StoreError:
         raise
-    except Exception as exc:
+    except BaseException as exc:
+        # a damaged segment makes tantivy panic: pyo3 raises PanicException, which derives
+        # from BaseException; interrupts and exits pass through
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
         raise StoreError(
             f"tantivy failed to {action}: {type(exc).__name__}: {str(exc)[:300]}",
             hint=failure_hint(
@@ -57,7 +63,9 @@ def _read_only(path: Path) -> bool:
 
 
 class Bm25Index:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, optional: bool = False) -> None:
+        """`optional`: an index that may not exist yet (the file index of an index made
+        before it existed): a reader that cannot create it searches an empty one."""
         import tantivy
 
         self._tantivy = tantivy
@@ -70,13 +78,17 @@ class Bm25Index:
         builder.add_text_field("body", tokenizer_name="en_stem")
         schema = builder.build()
         self._scratch: Path | None = None
+        if optional and not path.exists() and not os.access(path.parent, os.W_OK):
+            self._index = tantivy.Index(schema)  # in memory, empty: nothing to find yet
+            self._writer: Any = None
+            return
         with tantivy_errors(f"open the keyword index in {path}"):
             path.mkdir(parents=True, exist_ok=True)
             if not (_read_only(path) and (path / "meta.json").exists()):
                 self._index = tantivy.Index(schema, path=str(path), reuse=True)
             else:
                 self._index = self._open_read_only(schema, path)
-        self._writer: Any = None
+        self._writer = None
 
     @property
     def read_only(self) -> bool:
@@ -125,13 +137,22 @@ class Bm25Index:
                 writer.delete_documents_by_term("id", m.id)
                 writer.add_document(self._document("memory", m.id, "", m.key, m.text))
 
+    def add_files(self, documents: Iterable[FileDocument]) -> None:
+        """Whole files (their path is their id), replacing what the index held for them."""
+        writer = self._w()
+        with tantivy_errors("add file documents"):
+            for d in documents:
+                writer.delete_documents_by_term("id", d.path)
+                writer.add_document(self._document("file", d.path, d.path, d.path, d.text))
+
     def delete(self, ids: Iterable[str]) -> None:
         writer = self._w()
         with tantivy_errors("delete documents"):
             for doc_id in ids:
                 writer.delete_documents_by_term("id", doc_id)
 
-    def replace_all(self, chunks: Iterable[Chunk], memories: Iterable[Memory]) -> None:
+    def replace_all(self, chunks: Iterable[Chunk], memories: Iterable[Memory],
+                    files: Iterable[FileDocument] = ()) -> None:  # fmt: skip
         """Drop every document and add these, in one commit: the old segments, with every
         term of deleted documents, are gone from disk once it commits (erasure)."""
         writer = self._w()
@@ -139,6 +160,7 @@ class Bm25Index:
             writer.delete_all_documents()
         self.add(chunks)
         self.add_memories(memories)
+        self.add_files(files)
         self.commit()
         with tantivy_errors("drop the old keyword segments"):
             writer = self._w()
@@ -195,6 +217,35 @@ class Bm25Index:
             text = self._index.parse_query(" ".join(terms), list(_FIELDS), field_boosts=_FIELDS)
             only = tv.Query.term_query(self._index.schema, "view", view)
             query = tv.Query.boolean_query([(tv.Occur.Must, only), (tv.Occur.Must, text)])
-            searcher = self._index.searcher()
-            hits = searcher.search(query, limit=k).hits
-            return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits]
+            return self._run(query, k)
+
+    def search_weighted(self, terms: Sequence[tuple[str, float]], k: int, view: str = "chunk",
+                        path: str | None = None) -> list[tuple[str, float]]:  # fmt: skip
+        """BM25 as `search`, each term's score times its weight (how often a long query
+        says it): terms of one weight are parsed together, boosted by it. `path`: only the
+        documents of that file."""
+        groups: dict[float, list[str]] = {}
+        for term, weight in terms:
+            if weight > 0:
+                groups.setdefault(float(weight), []).append(term)
+        if not groups:
+            return []
+        tv = self._tantivy
+        with tantivy_errors("run a keyword search"):
+            parts = []
+            for weight, words in sorted(groups.items()):
+                parsed = self._index.parse_query(" ".join(words), list(_FIELDS),
+                                                 field_boosts=_FIELDS)  # fmt: skip
+                q = parsed if weight == 1.0 else tv.Query.boost_query(parsed, weight)
+                parts.append((tv.Occur.Should, q))
+            schema = self._index.schema
+            must = [(tv.Occur.Must, tv.Query.term_query(schema, "view", view)),
+                    (tv.Occur.Must, tv.Query.boolean_query(parts))]  # fmt: skip
+            if path is not None:
+                must.append((tv.Occur.Must, tv.Query.term_query(schema, "path", path)))
+            return self._run(tv.Query.boolean_query(must), k)
+
+    def _run(self, query: Any, k: int) -> list[tuple[str, float]]:
+        searcher = self._index.searcher()
+        hits = searcher.search(query, limit=k).hits
+        return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in hits]

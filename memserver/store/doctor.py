@@ -44,7 +44,7 @@ from typing import Any
 from memserver.core.errors import IndexMismatch, IndexMissing, StoreError
 from memserver.store import statecache, tablecheck
 from memserver.store.bm25 import Bm25Index
-from memserver.store.index import EVENTS, MEMORIES, IndexStore
+from memserver.store.index import EVENTS, FILE_KEYWORD_DIR, MEMORIES, IndexStore
 from memserver.store.lancedb import connect
 from memserver.store.lock import WriterLock, flock_held, probe
 from memserver.store.meta import IndexMeta, check_compatible, read_meta
@@ -242,27 +242,36 @@ class Doctor:
         return {h.name for h in bad}
 
     def _keyword_index(self, repair: bool) -> bool | None:
-        """Whether it was rebuilt; None when it is damaged and checking stops."""
-        path = self.dir / "bm25"
-        try:
-            if not (path / "meta.json").exists():
-                raise StoreError(f"the keyword index {path} is missing")
-            bm25 = Bm25Index(path)
-            docs = len(bm25.all_ids("chunk")) + len(bm25.all_ids("memory"))
-            bm25.search(["index", "function"], 1)  # reads term dictionaries and postings
-            del bm25
-        except StoreError as err:
-            problem = err.message
-        else:
-            self._add("keyword-index", True, f"{docs} documents read")
-            return False
-        if not repair:
-            self._add("keyword-index", False, f"{problem}; run `memserver doctor --repair`")
-            return None
-        shutil.rmtree(path, ignore_errors=True)
-        self._add("keyword-index", False, f"{problem} → deleted; rebuilt from LanceDB below",
-                  fixed=True)  # fmt: skip
-        return True
+        """Whether it was rebuilt; None when it is damaged and checking stops. The file
+        index may be missing (an index made before it existed): the sync below adds it."""
+        rebuilt = False
+        for name, views, required in (("bm25", ("chunk", "memory"), True),
+                                      (FILE_KEYWORD_DIR, ("file",), False)):  # fmt: skip
+            check = "keyword-index" if required else "file-keyword-index"
+            path = self.dir / name
+            try:
+                if not (path / "meta.json").exists():
+                    if not required:
+                        self._add(check, True, "not built yet: the sync below builds it")
+                        continue
+                    raise StoreError(f"the keyword index {path} is missing")
+                bm25 = Bm25Index(path)
+                docs = sum(len(bm25.all_ids(v)) for v in views)
+                bm25.search(["index", "function"], 1, view=views[0])  # reads the postings
+                del bm25
+            except StoreError as err:
+                problem = err.message
+            else:
+                self._add(check, True, f"{docs} documents read")
+                continue
+            if not repair:
+                self._add(check, False, f"{problem}; run `memserver doctor --repair`")
+                return None
+            shutil.rmtree(path, ignore_errors=True)
+            self._add(check, False, f"{problem} → deleted; rebuilt from LanceDB below",
+                      fixed=True)  # fmt: skip
+            rebuilt = True
+        return rebuilt
 
     def _tantivy_locks(self, busy: bool, repair: bool) -> None:
         held, unusable = [], []

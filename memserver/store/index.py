@@ -30,6 +30,7 @@ from memserver.core.writes import (
     NoteWrite,
     Revision,
     Vectors,
+    file_documents,
 )
 from memserver.store import forgotten, graphsync, statecache
 from memserver.store import lancedb as ldb
@@ -37,7 +38,7 @@ from memserver.store.bm25 import Bm25Index
 from memserver.store.chunks import ChunkRows
 from memserver.store.events import EventLog
 from memserver.store.graph import GraphRows
-from memserver.store.lancedb import Table, lance_errors
+from memserver.store.lancedb import Table, in_list, lance_errors
 from memserver.store.lock import WriterLock
 from memserver.store.manifest import FileManifest
 from memserver.store.memories import ACTIVE, FORGOTTEN, STALE, MemoryRows
@@ -62,6 +63,9 @@ EVENTS = "events"
 SYMBOLS = "symbols"  # the code graph (store/graph.py)
 REFS = "refs"
 TABLES = (CHUNKS, FILES, MEMORIES, EVENTS, SYMBOLS, REFS)
+
+
+FILE_KEYWORD_DIR = "bm25-files"  # the whole-file keyword index, beside the chunks' "bm25"
 
 
 def _searchable(m: Memory) -> bool:
@@ -102,6 +106,8 @@ class IndexStore:
         self.events = EventLog(self._tables[EVENTS])
         self.graph = GraphRows(self._tables[SYMBOLS], self._tables[REFS])
         self.keyword = Bm25Index(index_dir / "bm25")
+        # whole files, in an index of their own: their statistics must not move the chunks'
+        self.file_keyword = Bm25Index(index_dir / FILE_KEYWORD_DIR, optional=True)
         self._writing = 0
 
     @classmethod
@@ -188,6 +194,7 @@ class IndexStore:
             yield
         except BaseException:
             self.keyword.rollback()
+            self.file_keyword.rollback()
             self._writing -= 1
             raise
         self._writing -= 1
@@ -215,6 +222,10 @@ class IndexStore:
             if c.memories_searchable:
                 self.keyword.add_memories(c.memories_searchable)
             self.keyword.commit()
+            if c.removed_paths or c.documents:
+                self.file_keyword.delete(c.removed_paths)
+                self.file_keyword.add_files(c.documents)
+                self.file_keyword.commit()
             self.chunks.set_valid_to(c.closed, closed=True)
             self.graph.set_current(replaced, current=False)
             if c.notes_stale:
@@ -285,6 +296,9 @@ class IndexStore:
             if p.reactivate:
                 self.keyword.add_memories(self.memories.get(p.reactivate).values())
             self.keyword.commit()
+            if p.paths:  # code is forgotten by whole files only: their documents go
+                self.file_keyword.delete(p.paths)
+                self.file_keyword.commit()
             log: list[tuple[str, Sequence[str], str, str]] = []
             if goes:
                 log.append(("forget", goes, "" if p.erase else p.before, ""))
@@ -297,6 +311,13 @@ class IndexStore:
             )
             if p.erase:
                 self.purge()
+
+    def _current_file_chunks(self, paths: Sequence[str] | None = None) -> list[Chunk]:
+        """Current chunks of indexed files (of `paths` only, when given)."""
+        where = "valid_to IS NULL AND origin = 'file'"
+        if paths is not None:
+            where += f" AND {in_list('path', paths)}"
+        return self.chunks.find(where)
 
     def consolidate(self, w: ConsolidationWrite) -> None:
         with self.writing():
@@ -359,6 +380,7 @@ class IndexStore:
         chunks = self.chunks.find("valid_to IS NULL")
         memories = self._searchable_memories()
         self.keyword.replace_all(chunks, memories.values())
+        self.file_keyword.replace_all((), (), file_documents(chunks))
 
     def maintain_after_run(self, keep_versions: timedelta | None) -> None:
         """After a run that changed something: compact (dropping versions older than
@@ -419,6 +441,7 @@ class IndexStore:
             and self.chunks.count_current() == self.keyword.count("chunk")
             and self.memories.count_searchable() == self.keyword.count("memory")
             and graphsync.agrees(manifest, self.graph)
+            and self.files.count() == self.file_keyword.count("file")
         )
 
     def _memory_plan(self) -> tuple[list[str], list[str], set[str]]:
@@ -490,7 +513,12 @@ class IndexStore:
             self.keyword.add(c for c, _ in self.chunks.get(missing).values())
             self.keyword.commit()
             fixed += len(extra) + len(missing)
-        return fixed + self._reconcile_graph_states() + self._reconcile_memories()
+        return (
+            fixed
+            + self._reconcile_graph_states()
+            + self._reconcile_file_documents()
+            + self._reconcile_memories()
+        )
 
     def _reconcile_graph_rows(self) -> int:
         """Drop graph versions a write cut short, and the manifest entries of files whose
@@ -510,6 +538,22 @@ class IndexStore:
         self.graph.set_current(plan.close, current=False)
         return len(plan.reopen) + len(plan.close)
 
+    def _reconcile_file_documents(self) -> int:
+        """The file index holds one document per manifest entry (an index made before it
+        existed gets them all here)."""
+        listed = set(self.files.read())
+        held = self.file_keyword.all_ids("file")
+        extra, missing = held - listed, sorted(listed - held)
+        if not (extra or missing):
+            return 0
+        self.file_keyword.delete(extra)
+        for i in range(0, len(missing), 500):
+            self.file_keyword.add_files(
+                file_documents(self._current_file_chunks(missing[i : i + 500]))
+            )
+        self.file_keyword.commit()
+        return len(extra) + len(missing)
+
     def desync(self) -> dict[str, int]:
         """What `reconcile` would fix, counted without changing anything (for `doctor`)."""
         states = self.chunks.states()
@@ -525,6 +569,7 @@ class IndexStore:
         stale, back, searchable = self._memory_plan()
         memories_in_bm25 = self.keyword.all_ids("memory")
         graph = graphsync.plan(manifest, self.graph).counts()
+        file_docs = self.file_keyword.all_ids("file")
         return {
             **graph,
             "current chunks no manifest entry lists": len((current & stored) - referenced),
@@ -536,6 +581,8 @@ class IndexStore:
             "memories of a note that was never stored": len(self._orphans()),
             "memory keyword documents to drop": len(memories_in_bm25 - searchable),
             "memory keyword documents to add": len(searchable - memories_in_bm25),
+            "file keyword documents to drop": len(file_docs - set(manifest)),
+            "file keyword documents to add": len(set(manifest) - file_docs),
         }
 
     def _orphans(self) -> list[str]:

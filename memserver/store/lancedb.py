@@ -95,14 +95,29 @@ def open_table(db: Db, name: str, schema: pa.Schema, *, create: bool) -> Table |
     if name in table_names(db):
         table = db.open_table(name)
         if table.schema != schema:
-            raise StoreError(
-                f"table {name!r} has an unexpected schema",
-                hint="run `memserver index --rebuild` to rebuild the index",
-            )
+            missing = _columns_added_since(table.schema, schema)
+            if missing is None:
+                raise StoreError(
+                    f"table {name!r} has an unexpected schema",
+                    hint="run `memserver index --rebuild` to rebuild the index",
+                )
+            if missing and create:  # a writer brings it up to date: the new columns, empty
+                table.add_columns(missing)
         return table
     if not create:
         return None
     return db.create_table(name, schema=schema, exist_ok=True)
+
+
+def _columns_added_since(found: pa.Schema, wanted: pa.Schema) -> list[pa.Field] | None:
+    """The nullable columns `wanted` adds to an older table that has every other column as
+    it was (a reader reads such a table as it is; a writer adds them). None when the table
+    differs otherwise."""
+    have = {f.name: f for f in found}
+    if any(n not in wanted.names or wanted.field(n).type != f.type for n, f in have.items()):
+        return None
+    missing = [f for f in wanted if f.name not in have]
+    return missing if all(f.nullable for f in missing) else None
 
 
 # -- reads ----------------------------------------------------------------------------

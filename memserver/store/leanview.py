@@ -238,6 +238,7 @@ class LeanSnapshot:
     )
     memory_scopes: Coded | None = None
     stale_rows: set[int] = field(default_factory=set)
+    _path_codes: dict[str, int] | None = None  # path → its code, made when first asked
     large = True
 
     def size(self) -> int:
@@ -347,6 +348,21 @@ class LeanSnapshot:
 
     def next_in_file(self, row: int) -> int | None:
         return self.following.get(row)
+
+    def path_at(self, row: int) -> str:
+        return str(self.columns["path"].at(row))
+
+    def file_paths(self) -> Sequence[str]:
+        return list(self.files)
+
+    def rows_in_file(self, path: str) -> Sequence[int]:
+        paths = self.columns["path"]
+        if self._path_codes is None:
+            self._path_codes = {v: i for i, v in enumerate(paths.values)}
+        code = self._path_codes.get(path)
+        if code is None or path not in self.files:
+            return ()
+        return [int(r) for r in np.flatnonzero(paths.codes == code)]
 
     def next_turns(self, row: int, reach: int) -> list[int]:
         turn = int(self.lines[row, 3])

@@ -34,6 +34,7 @@ class FileManifest:
                 mtime_ns=r["mtime_ns"], language=r["language"],
                 chunk_ids=tuple(r["chunk_ids"] or ()), git_commit=r["git_commit"] or "",
                 git_branch=r["git_branch"] or "",
+                masked=tuple((m["kind"], m["count"]) for m in r.get("masked") or ()),
             )
             for r in found
         }  # fmt: skip
@@ -49,6 +50,7 @@ class FileManifest:
                 "path": r.path, "content_hash": r.content_hash, "size": r.size,
                 "mtime_ns": r.mtime_ns, "language": r.language, "chunk_ids": list(r.chunk_ids),
                 "indexed_at": now, "git_commit": r.git_commit, "git_branch": r.git_branch,
+                "masked": [{"kind": k, "count": n} for k, n in r.masked],
             }
             for r in records
         ]  # fmt: skip

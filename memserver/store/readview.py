@@ -75,6 +75,7 @@ class MemorySnapshot:
     memory_source_ids: list[tuple[str, ...]] = field(default_factory=list)
     memory_status: list[str] = field(default_factory=list)
     _scoped: dict[str, bool] = field(default_factory=dict)
+    _file_rows: dict[str, range] | None = None  # path → its rows, made when first asked
     large = False
 
     # -- the Snapshot protocol ------------------------------------------------------------
@@ -158,6 +159,24 @@ class MemorySnapshot:
 
     def next_in_file(self, row: int) -> int | None:
         return self.following.get(row)
+
+    def path_at(self, row: int) -> str:
+        return self.chunks[row].path
+
+    def file_paths(self) -> Sequence[str]:
+        return list(self.files)
+
+    def rows_in_file(self, path: str) -> Sequence[int]:
+        if self._file_rows is None:
+            spans: dict[str, range] = {}
+            start = 0
+            for i in range(1, len(self.chunks) + 1):
+                if i == len(self.chunks) or self.chunks[i].path != self.chunks[start].path:
+                    if self.chunks[start].origin == "file":
+                        spans[self.chunks[start].path] = range(start, i)
+                    start = i
+            self._file_rows = spans
+        return self._file_rows.get(path, range(0))
 
     def next_turns(self, row: int, reach: int) -> list[int]:
         c = self.chunks[row]

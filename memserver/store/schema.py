@@ -24,6 +24,8 @@ _SCOPE = pa.struct(
     ]
 )
 _TS = pa.timestamp("us", tz="UTC")
+# secret values masked in a file's stored text: kinds and counts, never the values
+_MASKED = pa.list_(pa.struct([pa.field("kind", pa.string()), pa.field("count", pa.int32())]))
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -96,6 +98,7 @@ def files_schema() -> pa.Schema:
             pa.field("indexed_at", _TS),
             pa.field("git_commit", pa.string()),
             pa.field("git_branch", pa.string()),
+            pa.field("masked", _MASKED),
         ]
     )
 

@@ -1,26 +1,75 @@
-"""Secrets and personal data out of a note before anything stores or embeds it.
+"""Secrets out of notes and indexed code before anything stores, embeds or sends them.
 
-Three detectors, merged: Yelp's detect-secrets plugins for provider token formats
-(its hits are widened to the whole token, since a plugin may report only a prefix),
-our own table for what it misses (assignments of secret-named keys, bearer headers,
-passwords in connection strings, PEM private key blocks, newer provider prefixes),
-and personal data: e-mail addresses, and phone numbers through `phonenumbers`.
+One detector set, two callers:
 
-What code memory needs is left alone: git SHAs, UUIDs, paths, versions, hex colours
-and plain numbers carry no credential shape, and entropy-only detectors (which flag
-exactly those) are not used.
+- `Scrubber.scrub(note)` replaces each secret (and, unless turned off, e-mail addresses
+  and phone numbers) with `[REDACTED:<kind>]`;
+- `mask_code(text, language)` replaces only the secret *value* in a file with
+  `«secret:<kind>»`, keeping every line and the rest of each line (a PEM block keeps its
+  BEGIN/END lines), so line numbers, spans and the code around the value stay as written.
+
+The detectors (`secretscan`, behind a trigger-word prefilter fast enough for every indexed
+file): provider token formats (AWS, GitHub, Stripe, Slack, Google, JWT, …); values assigned
+to secret-named keys in any language or config format (`secretkeys` judges the key and the
+value); passwords in connection strings, on command lines and in prose ("my password is
+hunter2"); bearer headers; PEM private key blocks. Notes also get Yelp's detect-secrets
+plugins (too slow for every line of a code base), e-mail addresses and phone numbers.
+This module is the sole detect-secrets and phonenumbers importer.
+
+What code memory needs is left alone: git SHAs, UUIDs, hex digests, lockfile integrity
+hashes, base64 data not assigned to a secret-named key, env var *names*, placeholders,
+hex colours, versions and paths. Entropy alone never flags a value: only a value assigned
+to a secret-named key, or in a provider's format, is a secret.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
 from functools import cache
 from typing import Any
 
+from memserver.text.secretkeys import FORMAT, PLACEHOLDER
+from memserver.text.secretscan import Redaction, detect, merge
 from memserver.text.terms import splice
 
-__all__ = ["Redaction", "Scrubber"]
+__all__ = ["Redaction", "Scrubber", "mask_code", "masked_counts"]
+
+
+# Where a bare word after `password =` is the password itself: config formats, shell,
+# Dockerfiles. Elsewhere (code, Markdown, text) it is more likely a name
+# (`password = read_password()`), and a bare value must look like a credential.
+_LITERAL_LANGUAGES = frozenset({"yaml", "toml", "bash", "json"})
+_LITERAL_FILES = re.compile(
+    r"(?i)(?:^|/)(?:dockerfile|containerfile)[^/]*$|(?:^|/)\.env[^/]*$|(?:^|/)[._]?netrc$"
+    r"|\.(?:ini|cfg|conf|properties|env|tfvars|hcl|tf|service|sh)$"
+)
+
+
+# -------------------------------------------------------------------- code
+
+
+def mask_code(text: str, language: str = "", path: str = "") -> tuple[str, list[Redaction]]:
+    """`text` with each secret value replaced by `«secret:<kind>»`, and what was replaced.
+
+    Only values go; every line stays (the masked text has as many lines, and each line
+    keeps the code around its value). `language` (a name from `indexers.languages`) and
+    `path` say whether a bare word after `password =` is the password itself (a config
+    file, a script, a Dockerfile) or more likely a name (code, prose).
+    """
+    literal = language in _LITERAL_LANGUAGES or bool(path and _LITERAL_FILES.search(path))
+    spans = merge(detect(text, code=not literal))
+    if not spans:
+        return text, []
+    return splice(text, ((r.start, r.end, f"«secret:{r.kind}»") for r in spans)), spans
+
+
+def masked_counts(spans: list[Redaction]) -> tuple[tuple[str, int], ...]:
+    """(kind, count) pairs, by kind: what an index may keep about what it masked."""
+    return tuple(sorted(Counter(r.kind for r in spans).items()))
+
+
+# -------------------------------------------------------------------- notes
 
 # detect-secrets plugins by class name; the entropy and public-IP detectors are left
 # out on purpose (they flag SHAs, UUIDs and addresses that notes legitimately keep).
@@ -32,76 +81,21 @@ _PLUGINS = (
     "SendGridDetector", "SlackDetector", "SoftlayerDetector", "SquareOAuthDetector",
     "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
 )  # fmt: skip
-
-_SECRET_KEY = (
-    r"(?:secret|passw(?:or)?d|passwd|pwd|token|api[_-]?key|apikey|access[_-]?key|"
-    r"private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)"
-)
-# (kind, pattern, group holding the secret)
-_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("private_key", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY"
-        r"(?: BLOCK)?-----|\Z)", re.S), 0),
-    ("api_key", re.compile(r"\bsk-(?:ant-|proj-|live-)?[A-Za-z0-9_-]{20,}"), 0),
-    ("api_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
-    ("api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), 0),
-    ("api_key", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 0),
-    ("token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), 0),
-    ("token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}"), 0),
-    ("token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0),
-    ("token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
-    ("token", re.compile(r"\bnpm_[A-Za-z0-9]{30,}"), 0),
-    ("token", re.compile(r"\bpypi-[A-Za-z0-9_-]{40,}"), 0),
-    ("aws_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
-    ("auth_header", re.compile(
-        r"(?i)\b(?:authorization\s*[:=]\s*)?(?:bearer|basic|token)\s+"
-        r"([A-Za-z0-9._~+/=-]{16,})"), 1),
-    ("password", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), 1),
-    ("secret", re.compile(
-        rf"(?i)[\w.-]*{_SECRET_KEY}[\w.-]*[\"']?\s*(?::|=|:=|=>)\s*([\"']?)"
-        r"([^\s\"',;()\[\]{}<>]{8,})"), 2),
-)  # fmt: skip
+# notes name what they redact with the coarser kinds they always had
+_NOTE_KINDS = {
+    "aws-access-key": "aws_key", "aws-secret-key": "aws_key", "private-key": "private_key",
+    "jwt": "jwt", "password": "password", "secret": "secret",
+}  # fmt: skip
 _EMAIL = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9][\w.+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 )
 _TOKEN_CHARS = re.compile(r"[^\s\"'`,;()<>\[\]{}]+")
-_PLACEHOLDER = re.compile(
-    r"(?i)^(?:<.*>|\$\{?.*|%\(.*|\{\{.*|x{4,}|\*{3,}|changeme|example.*|"
-    r"your[_-].*|none|null|true|false|undefined|redacted.*|\[redacted.*)$"
-)
-
-_WORDS_CASED = re.compile(r"^[a-z]*(?:[A-Z][a-z]+)+$|^[A-Z]+$|^[a-z]+$")
 
 
-@dataclass(frozen=True, slots=True)
-class Redaction:
-    kind: str  # api_key, token, password, private_key, jwt, email, phone, ...
-    start: int
-    end: int
-
-
-def _looks_like_value(value: str, quoted: bool) -> bool:
-    """A secret-named assignment's value, not code: `token = self.next()` is not a secret.
-
-    A quoted literal is a secret unless it is a placeholder; a bare word needs a
-    credential's shape (digits or symbols mixed in, or a long mixed-case run).
-    """
-    if _PLACEHOLDER.match(value) or value.startswith(("self.", "os.", "env.")):
-        return False
-    if quoted:
-        return " " not in value
-    has_digit = any(ch.isdigit() for ch in value)
-    has_alpha = any(ch.isalpha() for ch in value)
-    if value.isidentifier() and not has_digit:
-        if "_" in value or _WORDS_CASED.match(value):
-            return False  # a variable name: `password = userPassword`
-        upper = sum(ch.isupper() for ch in value)
-        lower = sum(ch.islower() for ch in value)
-        return upper >= 3 and lower >= 3  # random mixed case
-    is_path = "/" in value and not has_digit
-    dotted_name = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", value) is not None
-    return has_alpha and not is_path and not dotted_name
+def _note_kind(kind: str) -> str:
+    if kind in _NOTE_KINDS:
+        return _NOTE_KINDS[kind]
+    return "token" if kind.endswith(("-token", "-webhook")) else "api_key"
 
 
 @cache
@@ -124,21 +118,20 @@ class Scrubber:
 
     def find(self, text: str) -> list[Redaction]:
         """Non-overlapping spans to redact, in order."""
-        found: list[Redaction] = []
-        for kind, pattern, group in _PATTERNS:
-            for m in pattern.finditer(text):
-                start, end = m.span(group)
-                if kind == "secret" and not _looks_like_value(m.group(2), quoted=bool(m.group(1))):
-                    continue
-                found.append(Redaction(kind, start, end))
-        found.extend(self._plugins(text))
+        found = [(_note_kind(k), s, e, p) for k, s, e, p in detect(text, code=True,
+                                                                    whole_pem=True)]  # fmt: skip
+        ours = [(s, e) for _, s, e, _ in found]
+        found += (  # a plugin's span is widened to its token: ours, where we have one, are exact
+            (r.kind, r.start, r.end, 4) for r in self._plugins(text)
+            if not any(s < r.end and r.start < e for s, e in ours)
+        )  # fmt: skip
         if self.emails:
             for m in _EMAIL.finditer(text):
-                if not m.group().lower().startswith("git@"):
-                    found.append(Redaction("email", *m.span()))
+                if not m.group().lower().startswith("git@") and not _in_url(text, m.start()):
+                    found.append(("email", *m.span(), 5))
         if self.phones:
-            found.extend(self._phones(text))
-        return _merge(found)
+            found += ((r.kind, r.start, r.end, 5) for r in self._phones(text))
+        return merge(found)
 
     def scrub(self, text: str) -> tuple[str, list[Redaction]]:
         """The text with every secret replaced by `[REDACTED:<kind>]`, and what was replaced."""
@@ -156,16 +149,12 @@ class Scrubber:
             for line in text.splitlines(keepends=True):
                 for secret in scan_line(line.rstrip("\n")):
                     value = secret.secret_value or ""
-                    at = line.find(value) if value else -1
-                    if at < 0:
-                        continue
-                    for m in _TOKEN_CHARS.finditer(line):  # widen to the whole token
-                        if m.start() <= at < m.end():
-                            start, end = m.start(), max(m.end(), at + len(value))
-                            found.append(
-                                Redaction(_kind(secret.type), offset + start, offset + end)
-                            )
-                            break
+                    if PLACEHOLDER.match(value) or FORMAT.fullmatch(value):
+                        continue  # postgres://{user}:{password}@{host}: a template
+                    span = _plugin_span(line, value, secret.type)
+                    if span is not None:
+                        kind = _plugin_kind(secret.type)
+                        found.append(Redaction(kind, offset + span[0], offset + span[1]))
                 offset += len(line)
         return found
 
@@ -184,7 +173,28 @@ class Scrubber:
         return found
 
 
-def _kind(detector_type: str) -> str:
+def _in_url(text: str, at: int) -> bool:
+    """An address inside a URL is its user and host (`postgres://app:pw@db/app`)."""
+    begin = max(text.rfind(" ", 0, at), text.rfind("\n", 0, at), 0)
+    return "://" in text[begin:at]
+
+
+def _plugin_span(line: str, value: str, detector: str) -> tuple[int, int] | None:
+    """Where a plugin's secret sits: the whole token around it (a plugin may report only a
+    prefix), except a URL's password, which goes alone (user, host and database stay)."""
+    if "basic auth" in detector.lower():
+        at = line.find(f":{value}@")
+        return None if at < 0 else (at + 1, at + 1 + len(value))
+    at = line.find(value)
+    if at < 0:
+        return None
+    for m in _TOKEN_CHARS.finditer(line):
+        if m.start() <= at < m.end():
+            return m.start(), max(m.end(), at + len(value))
+    return None
+
+
+def _plugin_kind(detector_type: str) -> str:
     name = detector_type.lower()
     if "private key" in name:
         return "private_key"
@@ -193,15 +203,3 @@ def _kind(detector_type: str) -> str:
     if "json web token" in name:
         return "jwt"
     return "token" if "token" in name else "api_key"
-
-
-def _merge(spans: list[Redaction]) -> list[Redaction]:
-    """Overlapping spans become one (the earliest-starting kind names it)."""
-    out: list[Redaction] = []
-    for r in sorted(spans, key=lambda r: (r.start, -r.end)):
-        if out and r.start < out[-1].end:
-            last = out[-1]
-            out[-1] = Redaction(last.kind, last.start, max(last.end, r.end))
-        else:
-            out.append(r)
-    return out

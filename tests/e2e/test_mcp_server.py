@@ -53,7 +53,7 @@ async def test_tools_list_shows_schemas_and_annotations(indexed_repo: Path, mode
     props = rec.input_schema["properties"]
     assert rec.input_schema["required"] == ["query"]
     assert set(props) == {"query", "budget_tokens", "paths", "languages", "kinds",
-                          "include_memories", "scope", "explain"}  # fmt: skip
+                          "include_memories", "scope", "explain", "format"}  # fmt: skip
     assert tools["remember"].input_schema["required"] == ["text"]
     assert set(tools["attribute"].input_schema["required"]) == {"answer", "evidence_ids"}
     assert {"forgotten", "stale_marked"} <= set(tools["forget"].output_schema["properties"])
@@ -98,6 +98,22 @@ async def test_recall_returns_structured_evidence_within_budget(indexed_repo: Pa
     evidence = python.structured_content["evidence"]
     assert evidence and all(e["language"] == "python" for e in evidence)
     assert all(e["kind"] == "function" for e in evidence)
+
+
+async def test_recall_as_a_map_names_files_and_places_within_budget(indexed_repo: Path) -> None:
+    async with Client(server_for(indexed_repo)) as client:
+        result = await recall(client, query="RetryPolicy delays backoff", format="map")
+        bad = await recall(client, query="retry", format="tree")
+    assert not result.is_error
+    pack = result.structured_content
+    assert not pack.get("evidence") and pack["files"]
+    top = pack["files"][0]
+    assert top["path"] == "src/http_client.py" and top["places"]
+    lines = (indexed_repo / top["path"]).read_text().splitlines()
+    for start, end, first in top["places"]:
+        assert isinstance(first, str) and 1 <= int(start) <= int(end) <= len(lines)
+    assert top["path"] in result.content[0].text
+    assert "format" in error_text(bad)
 
 
 BAD_CALLS = {

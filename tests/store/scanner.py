@@ -45,16 +45,21 @@ def in_table_versions(index_dir: Path, phrase: str) -> list[str]:
 
 
 def in_keyword_index(index_dir: Path, terms: list[str]) -> list[str]:
-    """The terms a tantivy search still finds documents for (name or body)."""
-    index = tantivy.Index.open(str(index_dir / "bm25"))
-    index.reload()
-    searcher = index.searcher()
+    """The terms a tantivy search still finds documents for (name or body), in every
+    keyword index under the folder (the chunks' and the whole files')."""
     found = []
-    for term in terms:
-        for field in ("body", "name"):
-            query = tantivy.Query.term_query(index.schema, field, term.lower())
-            if searcher.search(query, limit=1).hits:
-                found.append(f"{field}:{term}")
+    for meta in sorted(index_dir.glob("*/meta.json")):
+        if meta.parent.name == "lance":
+            continue
+        index = tantivy.Index.open(str(meta.parent))
+        index.reload()
+        searcher = index.searcher()
+        for term in terms:
+            for field in ("body", "name"):
+                query = tantivy.Query.term_query(index.schema, field, term.lower())
+                if searcher.search(query, limit=1).hits:
+                    found.append(f"{meta.parent.name}/{field}:{term}")
+    assert found or (index_dir / "bm25" / "meta.json").exists(), "no keyword index found"
     return found
 
 

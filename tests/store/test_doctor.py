@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from memserver.cli import main
 from memserver.core.errors import IndexLocked, IndexMissing
 from memserver.engine import Engine
-from memserver.store.doctor import Doctor, DoctorReport
+from memserver.store.doctor import Check, Doctor, DoctorReport
 from memserver.store.lock import WriterLock
 from memserver.store.statecache import DIRTY
 from tests.conftest import SAMPLE, write_tree
@@ -42,6 +42,10 @@ def _problems(report: DoctorReport) -> set[str]:
     return {c.check for c in report.checks if not c.ok and not c.fixed}
 
 
+def _check(report: DoctorReport, name: str) -> Check:
+    return next(c for c in report.checks if c.check == name)
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = write_tree(tmp_path / "repo", SAMPLE)
@@ -64,8 +68,8 @@ def test_a_healthy_index_passes_every_check(repo: Path) -> None:
     assert report.healthy and report.exit_code == 0
     assert all(c.ok and not c.fixed for c in report.checks)
     assert [c.check for c in report.checks] == [
-        "meta", "writer-lock", "tables", "keyword-index", "tantivy-locks", "unique-ids", "sync",
-        "crash-marker", "notes", "pending",
+        "meta", "writer-lock", "tables", "keyword-index", "file-keyword-index", "tantivy-locks",
+        "unique-ids", "sync", "crash-marker", "notes", "pending", "model",
     ]  # fmt: skip
 
 
@@ -102,7 +106,7 @@ def test_a_table_that_does_not_open_is_moved_aside_and_rebuilt(repo: Path, tmp_p
     assert repaired.healthy, repaired.to_dict()
     kept = list(engine.index_dir.glob("broken-files-*.lance"))
     assert len(kept) == 1 and str(kept[0]) in repaired.checks[2].detail
-    assert "indexed again: run `memserver index`" in repaired.checks[-1].detail
+    assert "indexed again: run `memserver index`" in str(_checks(repaired)["pending"]["detail"])
     _engine(repo).index()
     assert _state(_engine(repo)) == _clean(tmp_path, repo)
 
@@ -131,7 +135,7 @@ def test_desync_and_a_dead_writers_crash_marker_are_reconciled(repo: Path) -> No
     (engine.index_dir / DIRTY).write_text("999999999")  # a pid that cannot be running
     report = _engine(repo).doctor()
     assert _problems(report) == {"sync", "crash-marker"}
-    assert "keyword documents to add: 2" in report.checks[6].detail
+    assert "keyword documents to add: 2" in _check(report, "sync").detail
     assert "gone" in _checks(report)["crash-marker"]["detail"]  # type: ignore[operator]
 
     repaired = _engine(repo).doctor(repair=True)

@@ -1,0 +1,211 @@
+"""Recall for a task description: files first, then the best chunks of each, spread out.
+
+The stages of `Recaller.recall` for a long query (`plan.task` set, see `plan.py`):
+
+1. candidate chunks: one keyword arm over the query's words with their counts
+   (`files.weighted_terms`), the dense arm over its prose (and one over its code sample),
+   the exact-name arm, the memory arms; fused by reciprocal rank;
+2. files: ranked by `files.rank_files` over five signals, the chunk arms' among them;
+3. evidence: the best candidate chunk of each file in file order (a file the chunk arms
+   missed gets its best chunk by a keyword search within it), then the second chunks, and
+   so on: the answer spans the most likely files before it adds a second chunk of one;
+4. a file whose best chunk reads as tests (`roles.content_is_test`) counts as a test file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from memserver.config import RecallSettings
+from memserver.core.protocols import KeywordIndex, Snapshot
+from memserver.core.types import Evidence
+from memserver.retrieve import arms
+from memserver.retrieve.arms import Masks, Ranked, Via
+from memserver.retrieve.files import (
+    SIGNALS,
+    FileRank,
+    about_tests_or_docs,
+    file_signals,
+    rank_files,
+    weighted_terms,
+)
+from memserver.retrieve.fuse import Fused, rrf
+from memserver.retrieve.plan import QueryPlan
+from memserver.retrieve.roles import CODE, TEST, Roles, content_is_test
+
+__all__ = ["LongAnswer", "dense_texts", "retrieve_long"]
+
+EvidenceOf = Callable[[Sequence[Fused], Via], list[Evidence]]
+
+
+@dataclass
+class LongAnswer:
+    evidence: list[Evidence]
+    files: list[FileRank]
+    chunks: dict[str, Ranked] = field(default_factory=dict)  # each chunk arm's hits
+    best_of: dict[str, str] = field(default_factory=dict)  # each file signal's best file
+
+
+def dense_texts(plan: QueryPlan, max_chars: int) -> list[str]:
+    """What the dense arms embed: the title and prose, then the code sample if any (a
+    256-token model sees the start of each)."""
+    task = plan.task
+    assert task is not None
+    prose = f"{task.title}\n{task.prose}".strip()[:max_chars]
+    texts = [prose or plan.query[:max_chars]]
+    if len(task.code) > 40:
+        texts.append(task.code[:max_chars])
+    return texts
+
+
+def _allowed_files(snap: Snapshot, mask: np.ndarray | None) -> set[str] | None:
+    if mask is None:
+        return None
+    return {snap.path_at(int(r)) for r in np.flatnonzero(mask)}
+
+
+def retrieve_long(
+    snap: Snapshot, keyword: KeywordIndex, files_index: KeywordIndex | None, plan: QueryPlan,
+    qvs: Sequence[np.ndarray], masks: Masks, s: RecallSettings, *, include_memories: bool,
+    k: int, evidence_of: EvidenceOf,
+) -> LongAnswer:  # fmt: skip
+    task = plan.task
+    assert task is not None
+    mask, mmask = masks
+    terms = weighted_terms(task, plan.query, s.title_weight)
+    depth = s.long_candidates
+    ranked: dict[str, Ranked] = {}
+    weights: dict[str, float] = {}
+    via: Via = {}
+    hits = keyword.search_weighted(terms, depth * 5 if mask is not None else depth)
+    ranked["bm25"] = _allowed(snap, hits, mask)[:depth]
+    weights["bm25"] = 1.0
+    dense_rows: list[tuple[int, float]] = []
+    for i, qv in enumerate(qvs):
+        rows = snap.dense(qv, depth, mask)
+        ranked[f"dense{i or ''}"] = [(snap.id_at(r), sc) for r, sc in rows]
+        weights[f"dense{i or ''}"] = 1.0 if i == 0 else 0.5
+        if i == 0:
+            dense_rows = rows
+        if include_memories:
+            ranked[f"dense-memory{i or ''}"] = arms.dense_memories(
+                snap, qv, mask, depth, via, mmask
+            )
+            weights[f"dense-memory{i or ''}"] = s.memory_weight
+    if include_memories:
+        found = keyword.search_weighted(terms, depth, view="memory")
+        rows_m = snap.rows_of([h for h, _ in found], memories=True)
+        ranked["bm25-memory"] = arms.resolve_memories(
+            snap, [(r, sc) for (_, sc), r in zip(found, rows_m, strict=True) if r is not None],
+            mask, via, mmask,
+        )[:depth]  # fmt: skip
+        weights["bm25-memory"] = s.memory_weight
+    exact = arms.exact_names(snap, plan, mask)
+    if exact:
+        ranked["exact"] = exact
+        weights["exact"] = s.exact_weight
+    fused = rrf(ranked, weights, k=s.rrf_k)
+    signals = file_signals(
+        snap, files_index, terms, task, ranked["bm25"], dense_rows, depth=s.long_file_candidates,
+        allowed=_allowed_files(snap, mask),
+    )  # fmt: skip
+    roles = Roles(s.test_paths, s.doc_paths, s.vendored_paths, s.code_paths)
+    asked = about_tests_or_docs(task)
+    files = rank_files(
+        signals, dict(zip(SIGNALS, s.file_weights, strict=True)), roles,
+        secondary_weight=s.secondary_weight, asked=asked, limit=max(s.map_files, k, 20),
+    )  # fmt: skip
+    evidence = _spread(
+        snap,
+        keyword,
+        terms,
+        files,
+        fused,
+        via,
+        mask,
+        evidence_of,
+        k,
+        s.second_chunk_weight,
+        limit=3 * k,
+    )
+    files, evidence = _tests_by_content(files, evidence, s.secondary_weight, asked)
+    best_of = {name: max(scores, key=lambda p: (scores[p], p))
+               for name, scores in signals.items() if scores}  # fmt: skip
+    return LongAnswer(evidence, files, ranked, best_of)
+
+
+def _allowed(snap: Snapshot, hits: Ranked, mask: np.ndarray | None) -> Ranked:
+    if mask is None:
+        return list(hits)
+    rows = snap.rows_of([h for h, _ in hits])
+    return [h for h, r in zip(hits, rows, strict=True) if r is not None and mask[r]]
+
+
+def _spread(
+    snap: Snapshot, keyword: KeywordIndex, terms: Sequence[tuple[str, float]],
+    files: Sequence[FileRank], fused: Sequence[Fused], via: Via, mask: np.ndarray | None,
+    evidence_of: EvidenceOf, k: int, decay: float, limit: int,
+) -> list[Evidence]:  # fmt: skip
+    """Candidate chunks grouped by file, files in rank order, then dealt out: a file's n-th
+    chunk scores its file's score times `decay`**n (0: every file's first chunk before any
+    second one); the first `limit` items become evidence."""
+    rank = {f.path: i for i, f in enumerate(files)}
+    per_file: dict[str, list[Fused]] = {f.path: [] for f in files}
+    rows = snap.rows_of([c.id for c in fused])
+    for c, row in zip(fused, rows, strict=True):
+        if row is not None:
+            path = snap.path_at(row)
+            if path in per_file and len(per_file[path]) < k:
+                per_file[path].append(c)
+    for f in files:  # a file found by its name or as a whole: its best chunk by keyword
+        if not per_file[f.path]:
+            inside = _allowed(snap, keyword.search_weighted(terms, 3, path=f.path), mask)
+            if not inside:
+                inside = [(snap.id_at(r), 0.0) for r in list(snap.rows_in_file(f.path))[:1]
+                          if mask is None or mask[r]]  # fmt: skip
+            per_file[f.path] = [Fused(cid, sc, ("file",)) for cid, sc in inside[:1]]
+    dealt = [(f.score * decay**depth, -i, -depth, item) for i, f in enumerate(files)
+             for depth, item in enumerate(per_file[f.path])]  # fmt: skip
+    dealt.sort(key=lambda d: d[:3], reverse=True)
+    order = [item for *_, item in dealt[:limit]]
+    score = {item.id: sc for sc, *_, item in dealt[:limit]}
+    evidence = evidence_of(order, via)
+    out = []
+    for e in evidence:
+        signals = tuple(f"file:{n}" for n in files[rank[e.path]].signals)
+        out.append(replace(e, score=round(score.get(e.id, 0.0), 6),
+                           routes=tuple(dict.fromkeys((*e.routes, *signals)))))  # fmt: skip
+    return out
+
+
+def _tests_by_content(files: list[FileRank], evidence: list[Evidence], secondary: float,
+                      asked: frozenset[str]) -> tuple[list[FileRank], list[Evidence]]:  # fmt: skip
+    """Files the path calls code whose best chunk is tests count as tests (re-ranked)."""
+    if TEST in asked:
+        return files, evidence
+    first: dict[str, Evidence] = {}
+    for e in evidence:
+        first.setdefault(e.path, e)
+    tests = {
+        f.path
+        for f in files
+        if f.role == CODE and f.path in first and content_is_test(first[f.path].text)
+    }
+    if not tests:
+        return files, evidence
+    files = sorted(
+        (replace(f, score=f.score * secondary, role=TEST) if f.path in tests else f
+         for f in files), key=lambda f: (-f.score, f.path),
+    )  # fmt: skip
+    rank = {f.path: i for i, f in enumerate(files)}
+    depth: dict[str, int] = {}
+    keyed = []
+    for e in evidence:
+        d = depth.get(e.path, 0)
+        depth[e.path] = d + 1
+        keyed.append(((d, rank.get(e.path, len(rank))), e))
+    keyed.sort(key=lambda x: x[0])
+    return files, [e for _, e in keyed]

@@ -1,0 +1,153 @@
+"""A task description as the query: files first, code before its tests and docs, every
+likely file before a second chunk of one, filters and budgets kept, and a map answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memserver.core import render
+from memserver.core.errors import BadRequest
+from memserver.core.requests import Filters
+from tests.conftest import write_tree
+
+SESSION = '''"""Sessions: cookies, redirects and retries."""
+
+
+class Session:
+    def __init__(self, max_redirects=10):
+        self.max_redirects = max_redirects
+        self.cookies = {}
+
+    def send(self, request):
+        response = self.adapter.send(request)
+        return self.resolve_redirects(response, request)
+
+    def resolve_redirects(self, response, request):
+        """Follow the Location header of 3xx responses until a final response."""
+        hops = 0
+        while response.is_redirect:
+            hops += 1
+            if hops > self.max_redirects:
+                raise TooManyRedirects(hops)
+            request = request.copy(url=response.headers["Location"])
+            response = self.adapter.send(request)
+        return response
+
+    def merge_cookies(self, jar):
+        self.cookies.update(jar)
+'''
+
+TESTS = """from lib.session import Session
+
+
+class TestRedirects:
+    def test_resolve_redirects_follows_location(self):
+        session = Session(max_redirects=3)
+        assert session.resolve_redirects is not None
+
+    def test_too_many_redirects_raises(self):
+        session = Session(max_redirects=0)
+        assert session.max_redirects == 0
+"""
+
+TREE = {
+    "lib/session.py": SESSION,
+    "lib/adapters.py": (
+        "class HTTPAdapter:\n    def send(self, request):\n        return self.pool.urlopen("
+        "request.method, request.url)\n"
+    ),
+    "lib/cookies.py": "def merge_jars(a, b):\n    out = dict(a)\n    return out | b\n",
+    "lib/exceptions.py": "class TooManyRedirects(Exception):\n    pass\n",
+    "tests/test_session.py": TESTS,
+    "docs/redirects.md": "# Redirects\n\nSession.resolve_redirects follows redirects up to "
+    "max_redirects times; TooManyRedirects is raised after that.\n",
+}
+for n in range(12):  # unrelated modules, so that ranking has something to rank past
+    TREE[f"lib/extra_{n}.py"] = f"def helper_{n}(value):\n    return value * {n}  # session\n"
+
+ISSUE = """Session.resolve_redirects() ignores max_redirects when the Location header repeats
+Description
+
+When a server answers with a redirect loop, resolve_redirects keeps following the Location
+header past max_redirects instead of raising TooManyRedirects, and the session hangs.
+
+>>> s = Session(max_redirects=2)
+>>> s.send(request)
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/lib/session.py", line 11, in send
+    return self.resolve_redirects(response, request)
+  File "/venv/lib/python3.11/site-packages/lib/session.py", line 20, in resolve_redirects
+    response = self.adapter.send(request)
+RecursionError: maximum recursion depth exceeded
+
+The tests in tests/test_session.py only check that a redirect is followed once. Expected:
+TooManyRedirects after max_redirects hops, whatever the headers say about the location.
+"""
+
+
+@pytest.fixture(scope="module")
+def recaller(tmp_path_factory):
+    from memserver.engine import Engine
+
+    root = write_tree(tmp_path_factory.mktemp("long") / "repo", TREE)
+    engine = Engine(root, None, embedder_flag="hashing", env={})
+    engine.index()
+    return engine.recaller(rerank=False)
+
+
+def _files(result) -> list[str]:
+    return list(dict.fromkeys(e.path for e in result.evidence))
+
+
+def test_an_issue_is_answered_file_by_file_code_first(recaller) -> None:
+    result = recaller.recall(ISSUE, explain=True)
+    files = _files(result)
+    assert files[0] == "lib/session.py"
+    first = result.evidence[0]
+    assert "def resolve_redirects" in first.text
+    assert any(r.startswith("file:") for r in first.routes)  # ranked by its file's signals
+    # tests and docs come after the code they are about
+    assert files.index("tests/test_session.py") > files.index("lib/exceptions.py")
+    # every likely file before a second chunk of one: the first items are distinct files
+    head = [e.path for e in result.evidence[: len(files)]]
+    assert len(set(head[:4])) == 4
+    assert result.tokens <= 4096 and result.signals.keys() >= {"long_share", "long_agree"}
+
+
+def test_a_short_question_keeps_the_short_path(recaller) -> None:
+    result = recaller.recall("where are redirects followed")
+    assert "long_share" not in result.signals and "dense" in result.signals
+
+
+def test_filters_bound_a_long_query(recaller) -> None:
+    result = recaller.recall(ISSUE, filters=Filters(paths=("tests/**", "docs/**")))
+    assert _files(result) and set(_files(result)) <= {"tests/test_session.py", "docs/redirects.md"}
+
+
+def test_a_map_answer_lists_files_and_places_within_its_budget(recaller) -> None:
+    result = recaller.recall(ISSUE, format="map")
+    assert result.format == "map" and not result.evidence
+    assert result.files[0].path == "lib/session.py"
+    assert 0 < result.tokens <= 1000  # the map's own default budget
+    where = SESSION.splitlines().index("    def resolve_redirects(self, response, request):") + 1
+    assert any(m.start_line <= where <= m.end_line for m in result.files[0].symbols)
+    assert all(m.start_line <= m.end_line for f in result.files for m in f.symbols)
+    text = render.recall_text(result)
+    assert text.splitlines()[1] == "lib/session.py"
+    assert text.splitlines()[2].startswith("  L") and "class Session" in text.splitlines()[2]
+    data = json.loads(render.dumps(render.recall_dict(result)))
+    assert data["files"][0]["path"] == "lib/session.py" and "evidence" not in data
+    small = recaller.recall(ISSUE, format="map", budget_tokens=256)
+    assert small.tokens <= 256 and len(small.files) < len(result.files) and small.truncated
+
+
+def test_a_map_of_a_short_question_is_its_evidence_by_file(recaller) -> None:
+    result = recaller.recall("where are redirects followed", format="map")
+    assert result.files and len({f.path for f in result.files}) == len(result.files)
+
+
+def test_an_unknown_format_is_refused_with_the_choices(recaller) -> None:
+    with pytest.raises(BadRequest, match="chunks, map"):
+        recaller.recall(ISSUE, format="tree")

@@ -1,0 +1,52 @@
+"""What a file is for, from its path (the usual layouts) and, for tests, its code."""
+
+from __future__ import annotations
+
+import pytest
+
+from memserver.retrieve.roles import Roles, content_is_test, path_role
+
+CASES = {
+    "django/db/models/query.py": "code",
+    "src/httpx/_client.py": "code",
+    "django/db/migrations/autodetector.py": "code",  # the migration framework is code
+    "tests/test_client.py": "test",
+    "js_tests/admin/SelectFilter2.test.js": "test",
+    "pkg/client_test.go": "test",
+    "src/__tests__/button.tsx": "test",
+    "web/src/button.spec.ts": "test",
+    "spec/models/user_spec.rb": "test",
+    "conftest.py": "test",
+    "tests/fixtures/data.json": "test",
+    "docs/ref/models.txt": "doc",
+    "README.md": "doc",
+    "examples/basic/app.py": "example",
+    "src/pip/_vendor/requests/api.py": "vendored",
+    "third_party/zlib/inflate.c": "vendored",
+    "app/migrations/0001_initial.py": "generated",
+    "api/service_pb2.py": "generated",
+    "static/app.min.js": "generated",
+    "django/contrib/admin/static/admin/img/search.svg": "data",
+    "locale/fr/LC_MESSAGES/django.po": "data",
+}
+
+
+@pytest.mark.parametrize("path", list(CASES))
+def test_roles_from_paths(path: str) -> None:
+    assert path_role(path) == CASES[path]
+
+
+def test_project_globs_come_before_the_rules() -> None:
+    roles = Roles(test_paths=("qa/**",), vendored_paths=("libs/**",), code_paths=("examples/**",))
+    assert roles.of("qa/check_login.py") == "test"
+    assert roles.of("libs/left_pad.js") == "vendored"
+    assert roles.of("examples/app.py") == "code"  # a package named `examples` is first-party
+    assert roles.of("src/app.py") == "code" and roles.of("tests/x.py") == "test"
+
+
+def test_tests_by_their_code() -> None:
+    assert content_is_test("class TestParser:\n    def test_empty(self):\n        assert 1\n")
+    assert content_is_test("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    assert content_is_test("describe('button', () => {\n  it('renders', () => {})\n  it('x', f)\n")
+    assert not content_is_test("def parse(line):\n    return line.split()\n")
+    assert not content_is_test("def test_connection(self):\n    return self.ping()\n")

@@ -1,0 +1,59 @@
+"""A task description split into what names the code and the prose around it."""
+
+from __future__ import annotations
+
+from memserver.text.task import looks_like_code_name, parse_task
+
+ISSUE = """QuerySet.only() crashes after select_related() on a reverse relation
+Description
+
+Calling `only()` after select_related() raises. See core.validators.URLValidator too, and
+the docs at https://docs.example.com/en/stable/ref/models/querysets.py for the API.
+
+>>> Author.objects.select_related("profile").only("name")
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/django/db/models/query.py", line 248, in __repr__
+    data = list(self[:REPR_OUTPUT_SIZE + 1])
+  File "/venv/lib/site-packages/django/db/models/sql/compiler.py", line 1105, in get_related
+    raise FieldError(msg)
+django.core.exceptions.FieldError: Invalid field name(s) given in select_related: 'profile'
+
+```python
+def test_it():
+    Author.objects.only("name")
+```
+It used to work in 4.1; see src/app/models.py:12 and setup.py.
+"""
+
+
+def test_the_parts_of_an_issue() -> None:
+    t = parse_task(ISSUE)
+    assert t.title.startswith("QuerySet.only() crashes")
+    assert [(f.path.rsplit("/", 3)[-1], f.line, f.function) for f in t.frames] == [
+        ("query.py", 248, "__repr__"), ("compiler.py", 1105, "get_related"),
+    ]  # fmt: skip
+    assert "src/app/models.py" in t.paths and "setup.py" in t.paths
+    assert not any("docs.example.com" in p for p in t.paths)  # a URL is not a file here
+    assert "core.validators.URLValidator" in t.modules
+    names = dict(t.names)
+    assert names["select_related"] >= 3 and "only" in names  # called: `only()`
+    assert "get_related" in names and "URLValidator" in names
+    assert "Calling" not in names and "Description" not in names  # prose, not code
+    assert [e.split(":")[0] for e in t.errors] == ["django.core.exceptions.FieldError"]
+    assert 'Author.objects.only("name")' in t.code and "def test_it" in t.code
+    assert "Traceback" not in t.prose and "It used to work" in t.prose
+
+
+def test_what_looks_like_a_name_of_code() -> None:
+    for word in ("parse_duration", "URLValidator", "getElementById", "FILE_UPLOAD_PERMISSIONS",
+                 "__init__"):  # fmt: skip
+        assert looks_like_code_name(word), word
+    for word in ("Description", "However", "URL", "an", "the"):
+        assert not looks_like_code_name(word), word
+    assert looks_like_code_name("only", called=True) and looks_like_code_name("flush", quoted=True)
+
+
+def test_a_one_line_question_has_no_code_parts() -> None:
+    t = parse_task("where are redirects followed")
+    assert (t.paths, t.frames, t.modules, t.names, t.errors, t.code) == ((), (), (), (), (), "")
+    assert t.title == t.prose == "where are redirects followed"
