@@ -12,8 +12,8 @@ method and class definitions drawn at random (seeded), each tool is asked once p
 by its qualified name with the default budget (4096 tokens): the first answer for a name
 includes resolving the references that use it. Reported: p50 / p95 / max in ms per tool
 (wall-clock), and beside them the calling thread's CPU ms (what a busy machine's queueing
-leaves out); `outline` of the whole tree (the repository map; its first call ranks the files, later ones
-reuse that) and of its largest folder; the tables' rows and sizes.
+leaves out); `outline` of the whole tree (the repository map; its first call ranks the
+files, later ones reuse that) and of its largest folder; the tables' rows and sizes.
 """
 
 from __future__ import annotations
