@@ -65,7 +65,7 @@ class RecallSettings:
     expansion_weight: float = 0.5
     exact_weight: float = 1.0
     memory_weight: float = 0.3
-    graph_weight: float = 0.0  # the code graph's arms (see configs/default.toml)
+    graph_weight: float = 1.0  # the code graph's arms (see configs/default.toml)
     graph_near_weight: float = 0.0
     graph_near_top: int = 3
     graph_near_depth: int = 10

@@ -22,7 +22,7 @@ def test_the_arms_are_planned_only_with_a_graph_and_a_weight() -> None:
     off = plan_arms(plan, settings, dense_count=0, include_memories=False, large=False)
     assert not any(s.kind == "graph" for s in off)
     default = Engine(Path("."), None, env={}).settings.recall
-    assert default.graph_weight == 0 and default.graph_near_weight == 0
+    assert default.graph_weight > 0 and default.graph_near_weight == 0  # as measured
 
 
 def test_graph_arms_find_definitions_and_neighbours_within_the_filters(
@@ -37,4 +37,5 @@ def test_graph_arms_find_definitions_and_neighbours_within_the_filters(
     assert any("graph/near" in e.routes for e in near.evidence)
     fenced = recaller.recall("RetryPolicy.delays", filters=Filters(paths=("web/**",)))
     assert {e.path for e in fenced.evidence} <= {"web/app.js"}
-    assert Engine(indexed_repo, None, env={}).recaller(rerank=False).graph is None
+    off = {"recall": {"graph_weight": 0.0, "graph_near_weight": 0.0}}
+    assert Engine(indexed_repo, None, env={}, overrides=off).recaller(rerank=False).graph is None
