@@ -17,7 +17,8 @@ memoises counts, which would flatter whichever run comes second). The overhead i
 `memserver index --embedder none` into a temporary index dir (the tree is only read), whose
 report gives `seconds_to_search` (walk, chunk, LanceDB rows, tantivy, manifest; wall-clock,
 best of --repeat cold runs); the graph's share is then (chunk+tags - chunk) /
-seconds_to_search. Prints a table, or JSON.
+seconds_to_search. Prints a table, or JSON; with --report DIR also a report folder (the
+seconds per tree as a figure, the table beside it; needs matplotlib).
 """
 
 from __future__ import annotations
@@ -114,6 +115,29 @@ def measure(tree: Path, repeat: int, index: bool) -> dict:
     }
 
 
+def save_report(results: list[dict], out: Path) -> None:
+    from memserver.eval.report import Bars, Page, Table, write_report
+
+    trees = [r["tree"] for r in results]
+    timed = {"chunk": "chunk_s", "chunk+tags": "chunk_and_tags_s",
+             "tags (own parse)": "tags_reparse_s", "parse": "parse_s"}  # fmt: skip
+    series: dict[str, list[float | None]] = {k: [r[v] for r in results] for k, v in timed.items()}
+    if any(r["keyword_phase_s"] for r in results):
+        series["keyword phase (index)"] = [r["keyword_phase_s"] or None for r in results]
+    figure = Bars("seconds", "Tags against chunking, per tree", "CPU seconds (best of the "
+                  "runs) to chunk every file, to chunk and tag it from one parse, to tag it "
+                  "with its own parse and to parse alone; with --index, the wall seconds of "
+                  "the keyword phase of `memserver index`.", "seconds", trees, series)  # fmt: skip
+    keys = ["files", "definitions", "references", *timed.values(), "overhead",
+            "keyword_phase_s", "share_of_keyword_phase"]  # fmt: skip
+    table = Table("Per tree", ["tree", *keys], [[r["tree"], *(r[k] for k in keys)]
+                                                for r in results])  # fmt: skip
+    command = " ".join(["python", *sys.argv])
+    page = Page("memserver graph speed benchmark", (figure,), (table,))
+    written = write_report(out, page, command=command, data=results)
+    print(f"report: {written.index}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trees", nargs="+", type=Path, help="source trees (e.g. the DEV corpora)")
@@ -122,8 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         "--index", action="store_true", help="also time the keyword phase of `memserver index`"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--report", type=Path, help="also write a report folder here")
     args = parser.parse_args(argv)
     results = [measure(tree, max(1, args.repeat), args.index) for tree in args.trees]
+    if args.report:
+        save_report(results, args.report)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

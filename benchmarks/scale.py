@@ -20,6 +20,10 @@ answers ~100 queries (the `query` field of the queries file): its RSS after
 warm-up and after the queries, and recall p50/p95. With --ann-check, the ANN's
 recall@10 against exact search (brute force over every vector) for a grid of
 nprobes/refine settings. Prints a table on stderr and one JSON object on stdout.
+
+With --report DIR it also writes DIR/index.html and the growth figures (latency, RSS, disk
+and index time against tokens, log-scaled; needs matplotlib); --rows FILE draws them from
+the JSON a previous run printed, without running anything.
 """
 
 from __future__ import annotations
@@ -177,7 +181,7 @@ def probe(root: Path, index_dir: Path, queries: list[str]) -> dict:
 
     started = time.perf_counter()
     recaller = Engine(root, index_dir).recaller(rerank=False)
-    recaller.view.get()
+    recaller.snapshots()  # read the snapshot now, as the server does at start
     for q in queries[:5]:
         recaller.recall(q, rerank=False)
     open_s = time.perf_counter() - started
@@ -316,7 +320,14 @@ def main() -> None:
     ap.add_argument("--skip-index", action="store_true", help="reuse an existing index")
     ap.add_argument("--probe", nargs=3, metavar=("ROOT", "INDEX", "QUERIES"))
     ap.add_argument("--ann", nargs=3, metavar=("ROOT", "INDEX", "QUERIES"))
+    ap.add_argument("--report", type=Path, help="also write a report folder with figures here")
+    ap.add_argument("--rows", type=Path, help="with --report: the JSON a previous run printed")
     args = ap.parse_args()
+    if args.rows:
+        if not args.report:
+            ap.error("--rows needs --report DIR")
+        write_report(json.loads(args.rows.read_text()), args.report)
+        return
     if args.probe or args.ann:
         root, index_dir, queries = args.probe or args.ann
         qs = read_queries(Path(queries), args.n_queries)
@@ -337,6 +348,16 @@ def main() -> None:
         rows.append(bench(tokens, args, pool))
         print(table(rows), file=sys.stderr, flush=True)
     print(json.dumps(rows, indent=1))
+    if args.report:
+        write_report(rows, args.report)
+
+
+def write_report(rows: list[dict], out: Path) -> None:
+    from memserver.eval.figures import scale_report
+
+    command = " ".join(["python", *(a if " " not in a else repr(a) for a in sys.argv)])
+    written = scale_report(rows, out, command)
+    print(f"report: {written.index} ({len(written.figures)} figures)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,12 @@
 
 Usage:
   python benchmarks/ui_latency.py --root REPO --index-dir DIR [--dataset dev.jsonl]
-      [--package click] [--searches 50] [--loads 10] [--chromium /usr/bin/chromium]
+      [--package click] [--searches 50] [--loads 10] [--chromium /usr/bin/chromium] [--serve]
 
 Indexes REPO into DIR first when DIR holds no index (`memserver index`, the configured
 embedder: the real model from the fastembed cache). Then starts `memserver ui` on a free
-port and drives headless Chromium (Debian's, through playwright; no browser download):
+port (with --serve: `memserver serve --transport http`, the page at /ui/ beside /mcp) and
+drives headless Chromium (Debian's, through playwright; no browser download):
 
 - page load: each page --loads times after one warm-up visit; from the Performance API's
   navigation entry, `ttfb` (responseStart − startTime: the server's work) and `load`
@@ -87,9 +88,12 @@ def _ensure_index(root: Path, index_dir: Path) -> None:
                     str(index_dir), "--json"], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
 
 
-def _start(root: Path, index_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "memserver", "ui", "--root", str(root), "--index-dir",
-           str(index_dir), "--port", str(port), "--no-open"]  # fmt: skip
+def _start(root: Path, index_dir: Path, port: int, log: Path, serve: bool
+           ) -> subprocess.Popen[bytes]:  # fmt: skip
+    how = ["serve", "--transport", "http"] if serve else ["ui", "--no-open"]
+    cmd = [sys.executable, "-m", "memserver", *how, "--root", str(root), "--index-dir",
+           str(index_dir), "--port", str(port)]  # fmt: skip
+    page = f"http://127.0.0.1:{port}" + ("/ui/" if serve else "/")
     with log.open("wb") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 120
@@ -97,12 +101,12 @@ def _start(root: Path, index_dir: Path, port: int, log: Path) -> subprocess.Pope
         if proc.poll() is not None:
             raise SystemExit(f"memserver ui exited: {log.read_text()[-2000:]}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
+            with urllib.request.urlopen(page, timeout=60):
                 return proc
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise SystemExit("memserver ui did not start within 120 s")
+    raise SystemExit(f"{' '.join(how)} did not start within 120 s")
 
 
 def _measure(page: Any, url: str) -> dict[str, float]:
@@ -117,10 +121,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     root, index_dir = Path(args.root).resolve(), Path(args.index_dir).resolve()
     _ensure_index(root, index_dir)
     port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    out: dict[str, Any] = {"root": str(root), "index_dir": str(index_dir)}
+    origin = f"http://127.0.0.1:{port}"
+    base = origin + ("/ui" if args.serve else "")
+    out: dict[str, Any] = {"root": str(root), "index_dir": str(index_dir),
+                           "page": "serve --transport http, at /ui/" if args.serve
+                           else "memserver ui"}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="ui-latency-") as tmp:
-        proc = _start(root, index_dir, port, Path(tmp) / "ui.log")
+        proc = _start(root, index_dir, port, Path(tmp) / "ui.log", args.serve)
         try:
             with sync_playwright() as p:
                 context = p.chromium.launch_persistent_context(
@@ -129,7 +136,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 )  # fmt: skip
                 page = context.new_page()
                 out["first_search"] = _measure(page, f"{base}/search?q=warm+up+query")
-                out["pages"] = _pages(page, base, args.loads)
+                out["pages"] = _pages(page, origin, base, args.loads)
                 out["search"] = _searches(page, base, _queries(args.dataset, args.package,
                                                                args.searches))  # fmt: skip
                 context.close()
@@ -139,17 +146,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _pages(page: Any, base: str, loads: int) -> dict[str, Any]:
+def _pages(page: Any, origin: str, base: str, loads: int) -> dict[str, Any]:
     page.goto(f"{base}/memories?status=active")
     first = page.locator("ol.list a.title").first
-    memory = first.get_attribute("href") if first.count() else None
+    memory = first.get_attribute("href") if first.count() else None  # the prefix included
     paths = ["/", "/memories", "/review", "/review/consolidation", "/events", "/health"]
+    urls = {path: base + path for path in paths}
     if memory:
-        paths.append(memory)
+        urls[memory] = origin + memory
     results: dict[str, Any] = {}
-    for path in paths:
-        _measure(page, base + path)  # warm-up visit
-        runs = [_measure(page, base + path) for _ in range(loads)]
+    for path, url in urls.items():
+        _measure(page, url)  # warm-up visit
+        runs = [_measure(page, url) for _ in range(loads)]
         key = "/memories/{id}" if path == memory else path
         results[key] = {"ttfb": _stats([r["ttfb"] for r in runs]),
                         "load": _stats([r["load"] for r in runs])}  # fmt: skip
@@ -177,6 +185,11 @@ def main() -> None:
     ap.add_argument("--searches", type=int, default=50)
     ap.add_argument("--loads", type=int, default=10)
     ap.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+    ap.add_argument(
+        "--serve",
+        action="store_true",
+        help="measure the page as a route of `memserver serve --transport http`",
+    )
     print(json.dumps(run(ap.parse_args()), indent=1))
 
 

@@ -613,10 +613,18 @@ def watch(path: str | None, root_opt: str | None, index_dir: str | None, as_json
 # -- serve ----------------------------------------------------------------------
 
 
+def _review_page(backend: Any, options: Any, token: str | None) -> Any:
+    """The review page over the MCP server's backend, for `serve --transport http`."""
+    from memserver.ui.mount import review_page
+
+    return review_page(backend, host=options.host, port=options.port, token=token,
+                       extra_hosts=options.extra_hosts)  # fmt: skip
+
+
 def _register_serve() -> None:
     from memserver.server.cli_command import serve_command
 
-    main.add_command(serve_command())
+    main.add_command(serve_command(review_page=_review_page))
 
 
 _register_serve()

@@ -96,6 +96,7 @@ class RecallSettings:
     code_paths: tuple[str, ...] = ()  # globs of first-party code the rules would demote
     map_files: int = 20  # files a map answer lists
     map_budget_tokens: int = 1000  # a map answer's budget unless the call gives one
+    llm_files: int = 15  # a long query's first files re-ordered by the LLM ([llm]); 0: never
     # the long-query gate (retrieve/gate.py LONG_FEATURES): found when share + agree >= 0.52
     long_gate_weights: tuple[float, ...] = (10.0, 10.0)
     long_gate_bias: float = -5.2

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memserver.config import Settings, load_settings
 from memserver.core.errors import ModelUnavailable, PathError, StoreError
 from memserver.core.ids import content_hash
-from memserver.core.protocols import CodeGraph, Distiller, Embedder, Progress, Reranker
+from memserver.core.protocols import LLM, CodeGraph, Distiller, Embedder, Progress, Reranker
 from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
 from memserver.embed import embedder_identity, make_embedder
 from memserver.store import statecache
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from memserver.navigate.service import Navigator
     from memserver.navigate.view import GraphView
     from memserver.retrieve.attribute import Attributor
+    from memserver.retrieve.longquery import FileOrder
     from memserver.retrieve.recall import Expander, Recaller
     from memserver.store.browse import Browser
     from memserver.store.doctor import Check, DoctorReport
@@ -297,6 +298,7 @@ class Engine:
             reranker=reranker, expander=self.expander(), root=self.root,
             graph=self.code_graph(store) if s.graph_weight or s.graph_near_weight else None,
             files=store.file_keyword, dense_chars=self.settings.embedding.max_chars,
+            file_order=self.file_order(),
         )  # fmt: skip
 
     def memory_service(self, *, embedder: Embedder | None = None,
@@ -367,15 +369,29 @@ class Engine:
 
     def expander(self) -> Expander | None:
         """An LLM query expander when the LLM is enabled and has a key, else None."""
+        from memserver.llm.expand import LlmExpander
+
+        llm = self.recall_llm
+        return LlmExpander(llm).expand if llm is not None else None
+
+    def file_order(self) -> FileOrder | None:
+        """An LLM's order of a long query's first files ([recall] llm_files), else None."""
+        from memserver.llm.locate import LlmFileRanker
+
+        llm = self.recall_llm if self.settings.recall.llm_files > 1 else None
+        return LlmFileRanker(llm) if llm is not None else None
+
+    @cached_property
+    def recall_llm(self) -> LLM | None:
+        """The one model of the recall path (expansion and file order share its client),
+        None when [llm] is disabled or has no key."""
         import os
 
         if not self.settings.llm.enabled:
             return None
         from memserver.llm import llm_from_settings
-        from memserver.llm.expand import LlmExpander
 
-        llm = llm_from_settings(self.settings.llm, os.environ if self.env is None else self.env)
-        return LlmExpander(llm).expand if llm is not None else None
+        return llm_from_settings(self.settings.llm, os.environ if self.env is None else self.env)
 
     def watch(self, on_report: Callable[[IndexReport], Any] | None = None
               ) -> tuple[Watcher, LiveIndex]:  # fmt: skip

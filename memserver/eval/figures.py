@@ -194,7 +194,8 @@ def code(report: Mapping[str, Any], queries: Sequence[Mapping[str, Any]],
               "the bench README's anchor baselines (macro).", "k", "recall@k", series,
               frozenset(methods)),
         Bars("mrr", "MRR@10", "MRR@10 per package and macro, with ablations and the README's "
-             "baselines (macro only, hatched).", "MRR@10", groups, mrr, frozenset(methods)),
+             "baselines (macro only, hatched); an abstention counts as a miss.", "MRR@10",
+             groups, mrr, frozenset(methods)),
     ]  # fmt: skip
     if queries and all(q.get("confidence") is not None for q in queries):
         figures.append(Roc(
@@ -209,17 +210,31 @@ def code(report: Mapping[str, Any], queries: Sequence[Mapping[str, Any]],
         "p95 (dashed) marked.", "ms", {p: [q["ms"] for q in queries if q["package"] == p]
                                        for p in pkgs},
     ))  # fmt: skip
-    figures.append(Stacked(
-        "index_time", "Index time per package", "Seconds to index each package (this eval "
-        "reports the total only, not its phases).", "seconds", list(pkgs),
-        {"index": [b.get("index_seconds", 0.0) for b in pkgs.values()]},
-        [f"{b.get('chunks', '')} chunks" for b in pkgs.values()],
-    ))  # fmt: skip
+    figures.append(_code_index_time(pkgs))
     keys = ("recall@1", "recall@5", "recall@10", "mrr@10", "abstain", "false_abstain", "p50_ms",
             "p95_ms", "tokens_mean")  # fmt: skip
     rows = [[p, *(b.get(k) for k in keys)] for p, b in [*pkgs.items(), ("macro", report["macro"])]]
     rows += [[name, *(m.get(k) for k in keys)] for name, m in methods.items()]
     return Page("memserver eval code", tuple(figures), (Table("Results", ["", *keys], rows),))
+
+
+def _code_index_time(pkgs: Mapping[str, Mapping[str, Any]]) -> Stacked:
+    """Index seconds per package, by phase when the report has them (older ones: total)."""
+    labels = [f"{b.get('chunks', '')} chunks" for b in pkgs.values()]
+    total = [float(b.get("index_seconds", 0.0)) for b in pkgs.values()]
+    if not all("index_seconds_embedding" in b for b in pkgs.values()):
+        return Stacked("index_time", "Index time per package", "Seconds to index each "
+                       "package (this report has the total only, not its phases).", "seconds",
+                       list(pkgs), {"index": total}, labels)  # fmt: skip
+    search = [float(b["index_seconds_to_search"]) for b in pkgs.values()]
+    embed = [float(b["index_seconds_embedding"]) for b in pkgs.values()]
+    rest = [max(0.0, t - s - e) for t, s, e in zip(total, search, embed, strict=True)]
+    return Stacked(
+        "index_time", "Index time per package, by phase", "Seconds to index each package: "
+        "until keyword search works (walk, chunk, store, BM25), embedding, and the rest.",
+        "seconds", list(pkgs), {"to keyword search": search, "embedding": embed, "rest": rest},
+        labels,
+    )  # fmt: skip
 
 
 # -- locomo ---------------------------------------------------------------------------------
@@ -258,19 +273,41 @@ def locomo(report: Mapping[str, Any], baselines: Mapping[str, Any]) -> Page:
              "false abstention on 1-4, and the AUROC of confidence (baselines: AUROC only).",
              "rate", ["abstain (cat 5)", "false abstain (1-4)", "AUROC"], gate,
              frozenset(methods)),
-        Bars("latency", "Recall latency", "Recall p50 and p95 over all questions (the eval "
-             "reports no per-question latencies, so no histogram).", "ms", ["p50", "p95"],
-             {"memserver": [report["recall_p50_ms"], report["recall_p95_ms"]]}),
     ]  # fmt: skip
-    notes = (
-        "Not drawn: the abstention ROC and a latency histogram need per-question "
-        "confidences and latencies, which `eval.locomo.run` does not return.",
-    )
+    asked = report.get("questions")
+    if asked:
+        figures += _locomo_gate_and_latency(asked)
+        notes: tuple[str, ...] = ()
+    else:  # a report written before the eval kept its questions
+        figures.append(Bars(
+            "latency", "Recall latency", "Recall p50 and p95 over all questions (this report "
+            "has no per-question latencies, so no histogram).", "ms", ["p50", "p95"],
+            {"memserver": [report["recall_p50_ms"], report["recall_p95_ms"]]},
+        ))  # fmt: skip
+        notes = ("Not drawn: the abstention ROC and a latency histogram need per-question "
+                 "confidences and latencies, which this report does not hold.",)  # fmt: skip
     keys = ("recall@5", "recall@10", "recall@20", "all@10")
     rows = [["memserver", *(report["pooled"][k] for k in keys), cat5["auroc"]]]
     rows += [[n, *(m[k] for k in keys), m.get("auroc")] for n, m in methods.items()]
     table = Table("Pooled over categories 1-4", ["", *keys, "cat-5 AUROC"], rows)
     return Page("memserver eval locomo", tuple(figures), (table,), notes)
+
+
+def _locomo_gate_and_latency(asked: Sequence[Mapping[str, Any]]) -> list[Figure]:
+    answerable = [q for q in asked if int(q["category"]) != 5]
+    adversarial = [q for q in asked if int(q["category"]) == 5]
+    return [
+        Roc("abstention_roc", "Abstention: categories 1-4 against adversarial 5",
+            "ROC of recall's confidence for 'the conversation holds the answer' (1-4 positive, "
+            "adversarial category 5 negative); the dot is `found`.",
+            [q["confidence"] for q in answerable], [q["confidence"] for q in adversarial],
+            operating_point([(int(q["category"]) != 5, bool(q["found"])) for q in asked]),
+            "found = true"),
+        Histogram("latency", "Recall latency per question", "Recall latency per question, "
+                  "answerable (1-4) and adversarial (5), p50 (solid) and p95 (dashed) marked.",
+                  "ms", {"categories 1-4": [q["ms"] for q in answerable],
+                         "category 5": [q["ms"] for q in adversarial]}),
+    ]  # fmt: skip
 
 
 # -- attribution ----------------------------------------------------------------------------

@@ -191,5 +191,9 @@ def run(dataset: Path, work: Path, *, make_engine: Callable[[Path, Path], Any],
         conversations=len(data), turns=turns_seen, turns_stored=turns_stored,
         ingest_seconds=round(ingest_seconds, 1),
         discard_rate=1 - turns_stored / turns_seen if turns_seen else 0.0,
+        # per question what a report draws (the gate's ROC, the latency histogram); no text
+        questions=[{"category": r["category"], "found": r["found"],
+                    "confidence": round(r["confidence"], 4), "ms": round(r["ms"], 2)}
+                   for r in results],
     )  # fmt: skip
     return report

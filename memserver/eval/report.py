@@ -161,17 +161,34 @@ def _lines(ax: Any, f: Lines) -> None:
     ax.set_ylabel(f.y_label)
 
 
+def _group_ticks(ax: Any, groups: Sequence[str]) -> None:
+    """One tick per group; slanted when there are many or long names, so none overlap."""
+    slant = len(groups) > 5 or max((len(g) for g in groups), default=0) > 14
+    ax.set_xticks(range(len(groups)), list(groups), rotation=20 if slant else 0,
+                  ha="right" if slant else "center")  # fmt: skip
+
+
+def bar_slots(f: Bars) -> tuple[float, dict[str, list[tuple[float, float]]]]:
+    """(bar width, series → [(x, value)]): each group is as wide as the bars it has, so a
+    series drawn in one group only (a baseline) leaves no gaps in the others."""
+    present = [[k for k, v in f.series.items() if v[g] is not None] for g in range(len(f.groups))]
+    width = 0.8 / max([1, *(len(p) for p in present)])
+    slots: dict[str, list[tuple[float, float]]] = {}
+    for g, labels in enumerate(present):
+        for i, label in enumerate(labels):
+            value = f.series[label][g]
+            assert value is not None
+            slots.setdefault(label, []).append((g + (i - (len(labels) - 1) / 2) * width, value))
+    return width, slots
+
+
 def _bars(ax: Any, f: Bars) -> None:
-    width = 0.8 / max(1, len(f.series))
-    for i, (label, values) in enumerate(f.series.items()):
-        xs = [g + (i - (len(f.series) - 1) / 2) * width for g in range(len(f.groups))]
-        kept = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
-        if not kept:
-            continue
+    width, slots = bar_slots(f)
+    for label, kept in slots.items():
         base = label in f.baselines
         ax.bar([x for x, _ in kept], [v for _, v in kept], width, label=label,
                hatch="//" if base else None, alpha=0.6 if base else 1.0)  # fmt: skip
-    ax.set_xticks(range(len(f.groups)), list(f.groups), rotation=20 if len(f.groups) > 5 else 0)
+    _group_ticks(ax, f.groups)
     ax.set_ylabel(f.y_label)
 
 
@@ -194,11 +211,12 @@ def _histogram(ax: Any, f: Histogram) -> None:
     bins = [lo + (hi - lo) * i / 30 for i in range(31)] if hi > lo else 10
     for i, (label, values) in enumerate(kept.items()):
         color = f"C{i}"
-        ax.hist(values, bins=bins, alpha=0.5, color=color, label=label)
+        # outlines, not filled bars: filled ones blend into colours no legend names
+        ax.hist(values, bins=bins, histtype="step", linewidth=1.4, color=color, label=label)
         for q, style in ((0.5, "-"), (0.95, "--")):
             v = percentile(values, q)
             ax.axvline(v, color=color, linestyle=style, linewidth=1,
-                       label=f"{label} p{int(q * 100)} {v:.0f}")  # fmt: skip
+                       label=f"{label} p{int(q * 100)} {v:.0f} {f.x_label}")  # fmt: skip
     ax.set_xlabel(f.x_label)
     ax.set_ylabel("count")
 
@@ -210,7 +228,7 @@ def _stacked(ax: Any, f: Stacked) -> None:
         bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
     for x, (text, top) in enumerate(zip(f.labels, bottoms, strict=False)):
         ax.annotate(text, (x, top), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(f.groups)), list(f.groups), rotation=20 if len(f.groups) > 5 else 0)
+    _group_ticks(ax, f.groups)
     ax.set_ylabel(f.y_label)
 
 
@@ -221,15 +239,16 @@ _DRAW: dict[type, Callable[[Any, Any], None]] = {
 
 def draw(figure: Figure, path: Path) -> Path:
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
+    fig, ax = plt.subplots(figsize=(9.0, 4.2), dpi=110)
     try:
         _DRAW[type(figure)](ax, figure)
         ax.set_title(figure.title, fontsize=10)
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="best")
+            # beside the axes, never over a bar or a curve ("best" still covers some)
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         fig.tight_layout()
-        fig.savefig(path, format="png")
+        fig.savefig(path, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
     return path

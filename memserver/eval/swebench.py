@@ -3,8 +3,9 @@
 Instances are grouped by their source tree (`tree_for`). One working tree under the work
 folder is moved from tree to tree as a branch switch would move it (`treesync`), and indexed
 incrementally after each switch; then every instance of that tree is recalled with its whole
-problem statement in two configurations (`CONFIGS`: the product defaults, and a wide one
-that tells ranking from packing), and ranked by the whole-file BM25 baseline built on the
+problem statement in three configurations (`CONFIGS`: the product defaults, a wide one
+that tells ranking from packing, and the map answer: ranked files with their places and
+no code), and ranked by the whole-file BM25 baseline built on the
 same tree in the same run. Scoring follows the bench README (`localize`); the report has the
 numbers per release, per split and pooled, every switch's sync and index figures, and per
 instance what a report's figures need (ranks, found, confidence, tokens, latency).
@@ -37,9 +38,10 @@ from memserver.eval.localize import (
 from memserver.eval.treesync import sync_tree
 
 WIDE_BUDGET = LIMITS.budget_max  # recall's largest budget: little is cut for space
-CONFIGS: dict[str, dict[str, int]] = {
+CONFIGS: dict[str, dict[str, int | str]] = {
     "defaults": {},
     "wide": {"k": 50, "max_files": 10, "budget_tokens": WIDE_BUDGET},
+    "map": {"format": "map"},
 }
 SPLITS = ("lite", "verified")
 
@@ -127,14 +129,23 @@ def index_tree(engine: Any) -> dict[str, Any]:
             "files_indexed": r.files_indexed}  # fmt: skip
 
 
-def ask(recaller: Any, query: str, flags: Mapping[str, int]
+def ask(recaller: Any, query: str, flags: Mapping[str, int | str]
         ) -> tuple[list[Hit], dict[str, Any]]:  # fmt: skip
-    """Evidence hits in rank order, and the answer's found / confidence / tokens / ms."""
+    """Evidence hits in rank order, and the answer's found / confidence / tokens / ms. A map
+    answer's hits are its files' places in file order (a file without places counts as
+    the file alone)."""
     started = time.perf_counter()
     res = recaller.recall(query, **flags)
     ms = (time.perf_counter() - started) * 1000
-    hits = [Hit(e.path, e.symbol or "", e.start_line, e.end_line, e.kind, e.tokens)
-            for e in res.evidence]  # fmt: skip
+    if flags.get("format") == "map":
+        hits = []
+        for f in res.files:
+            hits += [Hit(f.path, m.name, m.start_line, m.end_line) for m in f.symbols] or [
+                Hit(f.path, "", 0, 0)
+            ]
+    else:
+        hits = [Hit(e.path, e.symbol or "", e.start_line, e.end_line, e.kind, e.tokens)
+                for e in res.evidence]  # fmt: skip
     return hits, {"found": bool(res.found), "confidence": float(res.confidence or 0.0),
                   "tokens": int(res.tokens), "ms": ms}  # fmt: skip
 

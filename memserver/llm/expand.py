@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 
 from memserver.core.errors import LlmError
 from memserver.core.protocols import LLM
 from memserver.llm.distiller import ReplyRejected, _load_json, load_prompt
+from memserver.llm.lru import Lru
 
 MAX_EXPANSIONS = 3
 MAX_CHARS = 200
@@ -28,15 +28,14 @@ class LlmExpander:
         self.system_prompt = load_prompt("expand")
         digest = hashlib.sha256(self.system_prompt.encode("utf-8")).hexdigest()
         self.name = f"llm:{llm.name}:{digest[:8]}"
-        self._cache: OrderedDict[str, list[str]] = OrderedDict()
+        self._cache: Lru[list[str]] = Lru(_CACHE_SIZE)
         self._lock = threading.Lock()
         self.failures = 0
 
     def expand(self, query: str) -> list[str]:
-        with self._lock:
-            if query in self._cache:
-                self._cache.move_to_end(query)
-                return list(self._cache[query])
+        cached = self._cache.get(query)
+        if cached is not None:
+            return list(cached)
         safe = query.replace(f"<{_TAG}", f"&lt;{_TAG}").replace(f"</{_TAG}", f"&lt;/{_TAG}")
         try:
             reply = self.llm.complete(
@@ -47,10 +46,7 @@ class LlmExpander:
             with self._lock:
                 self.failures += 1
             return []
-        with self._lock:
-            self._cache[query] = expansions
-            if len(self._cache) > _CACHE_SIZE:
-                self._cache.popitem(last=False)
+        self._cache.put(query, expansions)
         return list(expansions)
 
 

@@ -68,7 +68,12 @@ def about_tests_or_docs(task: Task) -> frozenset[str]:
     """Roles the query asks about in its title: 'add tests for …', 'docs for …'. A title
     about a failure (`… tests failing on Python 3.10`) is about the code under test: on the
     DEV issues every such fix changed code, not the tests."""
-    words = set(analysed(task.title).split())
+    return asked_roles(task.title)
+
+
+def asked_roles(text: str) -> frozenset[str]:
+    """The roles (TEST, DOC) a short text asks about, unless it speaks of a failure."""
+    words = set(analysed(text).split())
     asked = set()
     if words & _FAILURE:
         return frozenset()

@@ -10,6 +10,9 @@ The stages of `Recaller.recall` for a long query (`plan.task` set, see `plan.py`
    missed gets its best chunk by a keyword search within it), then the second chunks, and
    so on: the answer spans the most likely files before it adds a second chunk of one;
 4. a file whose best chunk reads as tests (`roles.content_is_test`) counts as a test file.
+
+With an optional `FileOrder` (an LLM's, `memserver.llm.locate`), the first files of stage 2
+are re-ordered by it before stage 3; when it answers None, recall's own order stands.
 """
 
 from __future__ import annotations
@@ -36,9 +39,12 @@ from memserver.retrieve.fuse import Fused, rrf
 from memserver.retrieve.plan import QueryPlan
 from memserver.retrieve.roles import CODE, TEST, Roles, content_is_test
 
-__all__ = ["LongAnswer", "dense_texts", "retrieve_long"]
+__all__ = ["FileOrder", "LongAnswer", "dense_texts", "retrieve_long"]
 
 EvidenceOf = Callable[[Sequence[Fused], Via], list[Evidence]]
+# (the task's title and prose, [(path, names it defines)]) → the paths in the order to open
+# them (a subset is fine), or None to keep the order given
+FileOrder = Callable[[str, Sequence[tuple[str, Sequence[str]]]], Sequence[str] | None]
 
 
 @dataclass
@@ -70,7 +76,7 @@ def _allowed_files(snap: Snapshot, mask: np.ndarray | None) -> set[str] | None:
 def retrieve_long(
     snap: Snapshot, keyword: KeywordIndex, files_index: KeywordIndex | None, plan: QueryPlan,
     qvs: Sequence[np.ndarray], masks: Masks, s: RecallSettings, *, include_memories: bool,
-    k: int, evidence_of: EvidenceOf,
+    k: int, evidence_of: EvidenceOf, reorder: FileOrder | None = None,
 ) -> LongAnswer:  # fmt: skip
     task = plan.task
     assert task is not None
@@ -118,6 +124,9 @@ def retrieve_long(
         signals, dict(zip(SIGNALS, s.file_weights, strict=True)), roles,
         secondary_weight=s.secondary_weight, asked=asked, limit=max(s.map_files, k, 20),
     )  # fmt: skip
+    if reorder is not None and s.llm_files > 1:
+        files = reordered(snap, f"{task.title}\n{task.prose}".strip(), files, reorder,
+                          s.llm_files)  # fmt: skip
     evidence = _spread(
         snap,
         keyword,
@@ -135,6 +144,28 @@ def retrieve_long(
     best_of = {name: max(scores, key=lambda p: (scores[p], p))
                for name, scores in signals.items() if scores}  # fmt: skip
     return LongAnswer(evidence, files, ranked, best_of)
+
+
+def reordered(snap: Snapshot, task: str, files: Sequence[FileRank], reorder: FileOrder,
+              n: int) -> list[FileRank]:  # fmt: skip
+    """The first `n` files in the order `reorder` gives (the files it leaves out after the
+    ones it names, in their order), each taking the score of the rank it lands on."""
+    head = list(files[:n])
+    candidates = [(f.path, _names(snap, f.path)) for f in head]
+    order = reorder(task, candidates) or []
+    by_path = {f.path: f for f in head}
+    named = [by_path[p] for p in dict.fromkeys(order) if p in by_path]
+    if not named:
+        return list(files)
+    moved = named + [f for f in head if f not in named]
+    scores = sorted((f.score for f in head), reverse=True)
+    return [replace(f, score=sc) for f, sc in zip(moved, scores, strict=True)] + list(files[n:])
+
+
+def _names(snap: Snapshot, path: str) -> list[str]:
+    """The symbols a file's chunks define, in line order, each once."""
+    chunks = snap.fetch(list(snap.rows_in_file(path)))
+    return list(dict.fromkeys(c.symbol for c in chunks if c.symbol))
 
 
 def _allowed(snap: Snapshot, hits: Ranked, mask: np.ndarray | None) -> Ranked:

@@ -8,18 +8,32 @@ is answered while the index and models are still loading.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
     from memserver.core.requests import Scope
+    from memserver.server.backend import Backend
+    from memserver.server.transports import HttpOptions
 
 TOKEN_ENV = "MEMSERVER_TOKEN"
+# (the server's backend, its HTTP options, $MEMSERVER_TOKEN) → the review page's ASGI app
+ReviewPage = Callable[["Backend", "HttpOptions", "str | None"], Any]
+PAGE_OFF_SCOPED = (
+    "The review page is off on this server: its callers are pinned to scopes (--tokens or "
+    "--scope), and the page shows and changes every scope's memories. Run `memserver ui` "
+    "on the machine that holds the index instead.\n"
+)
 
 
-def serve_command() -> click.Command:
+def serve_command(review_page: ReviewPage | None = None) -> click.Command:
+    """The `serve` command; with `review_page`, `--transport http` also serves the review
+    page at /ui/ over the server's own backend (the CLI passes it; the server package does
+    not import the page)."""
+
     @click.command(name="serve")
     @click.option(
         "--root", "root", type=click.Path(exists=True, file_okay=False), default=None,
@@ -80,6 +94,11 @@ def serve_command() -> click.Command:
         "--watch", is_flag=True,
         help="Also keep the index fresh as files change (indexes the tree first if needed).",
     )  # fmt: skip
+    @click.option(
+        "--no-ui", is_flag=True,
+        help="HTTP: do not serve the review page at /ui/ (served by default, with the same "
+        "Host/Origin checks and token as /mcp).",
+    )  # fmt: skip
     def serve(
         root: str | None,
         index_dir: str | None,
@@ -95,11 +114,13 @@ def serve_command() -> click.Command:
         idle_timeout: int,
         log_level: str,
         watch: bool,
+        no_ui: bool,
     ) -> None:
         """Run the MCP server over stdio (default), streamable HTTP or SSE.
 
         With a token in $MEMSERVER_TOKEN (or a --tokens file), HTTP and SSE requests must
-        send 'Authorization: Bearer <token>'.
+        send 'Authorization: Bearer <token>'. Over HTTP the review page (`memserver ui`)
+        is a route too, at /ui/, unless --no-ui.
         """
         from memserver.core.errors import MemserverError
         from memserver.server import transports
@@ -121,11 +142,19 @@ def serve_command() -> click.Command:
             backend.warm_up()
         if watch:
             backend.watch()
+        options = transports.HttpOptions(
+            host, port, allowed_hosts, header_timeout, body_timeout, idle_timeout
+        )
+        mounts: dict[str, Any] = {}
+        if transport == "http" and review_page is not None and not no_ui:
+            scoped = auth.tokens is not None or auth.pinned is not None
+            mounts[transports.UI_PATH] = (
+                transports.unavailable(PAGE_OFF_SCOPED) if scoped
+                else review_page(backend, options, auth.token)
+            )  # fmt: skip
         try:
-            options = transports.HttpOptions(
-                host, port, allowed_hosts, header_timeout, body_timeout, idle_timeout
-            )
-            transports.serve(server, transport, options, log_level=log_level)  # type: ignore[arg-type]
+            transports.serve(server, transport, options, log_level=log_level,  # type: ignore[arg-type]
+                             mounts=mounts)  # fmt: skip
         finally:
             backend.stop_watching()
 

@@ -1,4 +1,6 @@
 """Running the server: stdio (default), streamable HTTP at /mcp, or SSE for older clients.
+Other apps can be mounted beside the MCP endpoint (`Mounts`: the review page at /ui),
+behind the same Host/Origin guard.
 
 HTTP and SSE bind to 127.0.0.1 unless told otherwise. A non-loopback address needs
 `--allow-remote` and a bearer token (MEMSERVER_TOKEN, or a `--tokens` file that pins each
@@ -16,17 +18,18 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from memserver.core.errors import ConfigError
-from memserver.server.guard import WILDCARDS, HostGuard, is_loopback
+from memserver.server.guard import WILDCARDS, ASGIApp, HostGuard, Receive, Scope, Send, is_loopback
 
 Transport = Literal["stdio", "sse", "http"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "sse", "http")
 HTTP_PATH = "/mcp"
 SSE_PATH, SSE_MESSAGES = "/sse", "/messages/"
+UI_PATH = "/ui"  # the review page, as a route of the HTTP transport
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 logger = logging.getLogger("memserver.server")
 
@@ -104,9 +107,56 @@ def uvicorn_log_config(level: str) -> dict[str, Any]:
     }
 
 
-def http_app(server: Any, transport: Transport, options: HttpOptions) -> HostGuard:
+class Mounts:
+    """Requests under a mounted prefix go to that prefix's app, everything else (lifespan
+    included) to `app`. As Starlette's `Mount` does, the path stays whole and the prefix
+    goes into `root_path`; the bare prefix redirects to the prefix with a slash."""
+
+    def __init__(self, app: ASGIApp, mounts: Mapping[str, ASGIApp]) -> None:
+        self.app = app
+        self.mounts = dict(mounts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            for prefix, mounted in self.mounts.items():
+                if path == prefix:
+                    query = scope.get("query_string", b"")
+                    where = (prefix + "/").encode() + (b"?" + query if query else b"")
+                    await _plain(send, 308, "", [(b"location", where)])
+                    return
+                if path.startswith(prefix + "/"):
+                    root = scope.get("root_path", "") + prefix
+                    await mounted({**scope, "root_path": root}, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+def unavailable(text: str, status: int = 404) -> ASGIApp:
+    """An app that answers every request with `text` (e.g. why a page is off)."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await _plain(send, status, text)
+
+    return app
+
+
+async def _plain(send: Send, status: int, text: str,
+                 headers: Sequence[tuple[bytes, bytes]] = ()) -> None:  # fmt: skip
+    body = text.encode()
+    await send({
+        "type": "http.response.start", "status": status,
+        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()), *headers],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+def http_app(server: Any, transport: Transport, options: HttpOptions,
+             mounts: Mapping[str, ASGIApp] | None = None) -> HostGuard:  # fmt: skip
     """The ASGI app for `http` (streamable HTTP at /mcp) or `sse` (/sse + /messages/),
-    behind the Host/Origin guard."""
+    with `mounts` (prefix → app, e.g. the review page at /ui) beside it, all behind the
+    Host/Origin guard."""
     security = transport_security()
     if transport == "http":
         app = server.streamable_http_app(
@@ -117,6 +167,8 @@ def http_app(server: Any, transport: Transport, options: HttpOptions) -> HostGua
             sse_path=SSE_PATH, message_path=SSE_MESSAGES, transport_security=security,
             host=options.host,
         )  # fmt: skip
+    if mounts:
+        app = Mounts(app, mounts)
     return HostGuard(app, options.host, options.port, options.extra_hosts)
 
 
@@ -134,8 +186,10 @@ def uvicorn_config(app: Any, options: HttpOptions, log_level: str = "info") -> A
 
 
 def serve(server: Any, transport: Transport, options: HttpOptions | None = None,
-          *, log_level: str = "info") -> None:  # fmt: skip
-    """Block serving `server` until stdin closes (stdio) or the process is stopped (HTTP)."""
+          *, log_level: str = "info", mounts: Mapping[str, ASGIApp] | None = None,
+          ) -> None:  # fmt: skip
+    """Block serving `server` until stdin closes (stdio) or the process is stopped (HTTP),
+    with `mounts` beside it over HTTP (prefix → app)."""
     if transport == "stdio":
         from memserver.server.stdio import run_stdio
 
@@ -144,10 +198,13 @@ def serve(server: Any, transport: Transport, options: HttpOptions | None = None,
     import uvicorn
 
     options = options or HttpOptions()
-    app = http_app(server, transport, options)
+    app = http_app(server, transport, options, mounts)
     path = HTTP_PATH if transport == "http" else SSE_PATH
     logger.info("memserver: serving %s at http://%s:%d%s", transport,
                 _bracket(options.host), options.port, path)  # fmt: skip
+    for prefix in mounts or {}:
+        logger.info("memserver: and at http://%s:%d%s/", _bracket(options.host), options.port,
+                    prefix)  # fmt: skip
     logger.info("memserver: accepting Host %s%s", ", ".join(app.names()),
                 "" if options.host.strip("[]") not in WILDCARDS else
                 " (another name, e.g. behind a proxy: --allowed-host NAME[:PORT])")  # fmt: skip
@@ -155,6 +212,6 @@ def serve(server: Any, transport: Transport, options: HttpOptions | None = None,
 
 
 __all__ = [
-    "TRANSPORTS", "HttpOptions", "check_bind", "configure_logging", "http_app", "serve",
-    "transport_security", "uvicorn_config",
+    "TRANSPORTS", "UI_PATH", "HttpOptions", "Mounts", "check_bind", "configure_logging",
+    "http_app", "serve", "transport_security", "unavailable", "uvicorn_config",
 ]  # fmt: skip

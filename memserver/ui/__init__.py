@@ -11,4 +11,5 @@ recall pipeline, and writes only through the services the MCP tools use, as acto
 - `views`       what the pages show, worked out: stale diffs, filters, undo choices
 - `templates`   the Jinja2 environment; `highlight` colours code (Pygments)
 - `serve`       run it with uvicorn on 127.0.0.1 and open the browser
+- `mount`       the same page as a route of `memserver serve --transport http`, at /ui/
 """

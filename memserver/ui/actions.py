@@ -32,7 +32,7 @@ def redirect(url: str) -> RedirectResponse:
 
 
 def _next(form: FormData, default: str) -> str:
-    """Where to go after the change: a path on this site only."""
+    """Where to go after the change: a path of this page only (below its root path)."""
     target = str(form.get("next") or "")
     return target if target.startswith("/") and not target.startswith("//") else default
 
@@ -58,7 +58,7 @@ def action(fn: Callable[[Request, FormData, UiState], str]) -> Callable[[Request
         reason = str(form.get("reason") or "")
         check_size("reason", reason)
         url = await run_in_threadpool(fn, request, form, request.app.state.ui)
-        return redirect(url)
+        return redirect(request.scope.get("root_path", "") + url)
 
     endpoint.__name__ = fn.__name__
     return endpoint

@@ -57,6 +57,7 @@ def page(request: Request, name: str, title: str, code: int = 200, **context: An
     done = request.query_params.get("done", "")
     html = render(name, {
         "title": title, "request": request, "form_token": request.app.state.form_token,
+        "root": request.scope.get("root_path", ""),  # "/ui" as a route of `memserver serve`
         "project": state.engine.project, "index_dir": str(state.engine.index_dir),
         "flash": DONE.get(done, ""), "q": request.query_params.get("q", ""), **context,
     })  # fmt: skip

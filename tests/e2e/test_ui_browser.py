@@ -10,12 +10,8 @@ when set (CI keeps it as an artifact).
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -24,22 +20,10 @@ from pathlib import Path
 import pytest
 
 from memserver.store.browse import EventQuery
+from tests.e2e.browserkit import free_port
 from tests.ui.reviewkit import ERASE_TEXT, Scenario, build
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-# read at import: the suite's isolated environment drops MEMSERVER_* before tests run
-KEEP_SCREENSHOTS = os.environ.get("MEMSERVER_SCREENSHOTS", "")
 START_TIMEOUT = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -56,20 +40,10 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     raise AssertionError(f"memserver ui did not answer at {url} within {START_TIMEOUT}s")
 
 
-@pytest.fixture(scope="module")
-def chromium_path() -> Path:
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is missing: "
-                        "pip install -e '.[dev]'")  # fmt: skip
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium is missing at {CHROMIUM}: apt-get install -y chromium "
-                    "(.ci/run installs it when it can)")  # fmt: skip
-    return CHROMIUM
-
-
 @pytest.fixture
 def served(tmp_path: Path, chromium_path: Path) -> Iterator[tuple[Scenario, str]]:
     scenario = build(tmp_path / "work")
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "memserver", "ui", "--root", str(scenario.root),
            "--index-dir", str(scenario.index_dir), "--port", str(port), "--no-open"]  # fmt: skip
     log = tmp_path / "ui.log"
@@ -86,40 +60,6 @@ def served(tmp_path: Path, chromium_path: Path) -> Iterator[tuple[Scenario, str]
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-@pytest.fixture
-def screenshots(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "screenshots"
-    folder.mkdir()
-    print(f"\nscreenshots: {folder}")
-    yield folder
-    if KEEP_SCREENSHOTS:
-        keep = Path(KEEP_SCREENSHOTS)
-        keep.mkdir(parents=True, exist_ok=True)
-        for shot in folder.glob("*.png"):
-            shutil.copy2(shot, keep / shot.name)
-        print(f"screenshots copied to {keep}")
-
-
-@pytest.fixture
-def browser_page(chromium_path: Path) -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-        context = p.chromium.launch_persistent_context(
-            profile, executable_path=str(chromium_path), headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1280, "height": 800},
-        )  # fmt: skip
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.console_errors = errors  # type: ignore[attr-defined]
-        try:
-            yield page
-        finally:
-            context.close()
 
 
 def _engine(scenario: Scenario):  # type: ignore[no-untyped-def]

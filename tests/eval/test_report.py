@@ -4,13 +4,14 @@ them (`eval code` through the real CLI), checked as a reader would find them."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from memserver.cli import main
 from memserver.eval import figures
-from memserver.eval.report import Bars, Page, roc_points, write_report
+from memserver.eval.report import Bars, Page, bar_slots, roc_points, write_report
 from tests.conftest import SAMPLE, write_tree
 from tests.eval.reportcheck import check_report_folder
 
@@ -44,6 +45,9 @@ def test_eval_code_report(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "report/report.json").read_text())
     assert [q["answerable"] for q in data["queries"]] == [True, False]
     assert all(0 <= q["confidence"] <= 1 for q in data["queries"])
+    demo = data["packages"]["demo"]  # the index-time figure's phases, inside the total
+    phases = demo["index_seconds_to_search"] + demo["index_seconds_embedding"]
+    assert 0 < phases <= demo["index_seconds"] + 1e-3
 
 
 LOCOMO = {
@@ -84,6 +88,20 @@ def test_locomo_attribution_and_scale_reports(tmp_path: Path) -> None:
     write_report(tmp_path / "locomo", page, command="memserver eval locomo", data=LOCOMO)
     check_report_folder(tmp_path / "locomo", {"recall_at_k", "recall10", "abstention", "latency"})
     assert "per-question" in (tmp_path / "locomo/index.html").read_text()  # says what it lacks
+    asked = [
+        {
+            "category": c,
+            "found": c != 5 and i % 4 != 0,
+            "confidence": (c != 5) * 0.5 + (i % 7) / 20,
+            "ms": 10.0 + i,
+        }
+        for i, c in enumerate([1, 2, 3, 4, 5] * 6)
+    ]
+    page = figures.locomo({**LOCOMO, "questions": asked}, base["locomo"])
+    write_report(tmp_path / "locomo2", page, command="c", data={**LOCOMO, "questions": asked})
+    check_report_folder(tmp_path / "locomo2", {"recall_at_k", "recall10", "abstention",
+                                              "abstention_roc", "latency"})  # fmt: skip
+    assert "per-question" not in (tmp_path / "locomo2/index.html").read_text()
     write_report(tmp_path / "attribution", figures.attribution(ATTRIBUTION), command="c",
                  data=ATTRIBUTION)  # fmt: skip
     check_report_folder(tmp_path / "attribution", {"held_out", "by_style"})
@@ -102,3 +120,19 @@ def test_figure_names_must_be_unique(tmp_path: Path) -> None:
         assert "name" in str(err)
     else:
         raise AssertionError("two figures with one name were accepted")
+
+
+def test_a_series_drawn_in_one_group_leaves_no_gap_in_the_others() -> None:
+    """Baselines exist for the macro group only: the other groups are as wide as the bars
+    they have, each group's bars centred on its tick and never overlapping."""
+    bars = Bars("mrr", "t", "c", "y", ["a", "b", "macro"],
+                {"ours": [0.5, 0.6, 0.55], "ablation": [0.4, None, 0.45],
+                 "baseline 1": [None, None, 0.3], "baseline 2": [None, None, 0.35]})  # fmt: skip
+    width, slots = bar_slots(bars)
+    for g in range(len(bars.groups)):
+        xs = sorted(x for kept in slots.values() for x, _ in kept if round(x) == g)
+        expected = sum(values[g] is not None for values in bars.series.values())
+        assert len(xs) == expected
+        assert abs(sum(xs) / len(xs) - g) < 1e-9  # centred
+        assert all(b - a >= width - 1e-9 for a, b in pairwise(xs))
+    assert [v for _, v in slots["ablation"]] == [0.4, 0.45]  # None draws nothing

@@ -77,7 +77,7 @@ def test_report_numbers_agree_with_the_instances(run: tuple[dict, Path]) -> None
     assert list(report["per_release"]) == ["1.0", "1.1"]
     assert {s: b["bm25"]["n"] for s, b in report["per_split"].items()} == {"lite": 2, "verified": 2}
     assert report["gold_functions"] == {"n": 3, "located": 3}
-    for system in ("defaults", "wide", "bm25"):
+    for system in ("defaults", "wide", "map", "bm25"):
         ranks = [i[system]["file_rank"] for i in report["instances"]]
         for k in (1, 3, 5, 10):
             share = 100 * sum(1 for r in ranks if r is not None and r <= k) / 3
@@ -88,6 +88,12 @@ def test_report_numbers_agree_with_the_instances(run: tuple[dict, Path]) -> None
     assert defaults["function_n"] == 3 and 0 <= defaults["function_acc@10"] <= 100
     assert defaults["tokens_mean"] > 0 and defaults["p95_ms"] >= defaults["p50_ms"] > 0
     assert report["configs"]["wide"] == {"k": 50, "max_files": 10, "budget_tokens": 32_768}
+    # the map names files and places, no code: far fewer tokens for the same files
+    assert report["pooled"]["map"]["tokens_mean"] < defaults["tokens_mean"]
+    assert (
+        report["instances"][0]["map"]["files"][:1]
+        == report["instances"][0]["defaults"]["files"][:1]
+    )
 
 
 def test_report_folder(run: tuple[dict, Path]) -> None:

@@ -121,6 +121,16 @@ def test_a_short_question_keeps_the_short_path(recaller) -> None:
     assert "long_share" not in result.signals and "dense" in result.signals
 
 
+def test_a_short_question_puts_tests_after_the_code_unless_it_asks_for_tests(recaller) -> None:
+    question = "resolve redirects follows location max redirects"
+    ranked = [e.path for e in recaller.recall(question).evidence]
+    assert ranked.index("lib/session.py") < ranked.index("tests/test_session.py")
+    asked = [e.path for e in recaller.recall("tests of " + question).evidence]
+    assert asked[0] == "tests/test_session.py"
+    plain = recaller.recall(question, explain=True).evidence  # scores say the ranking
+    assert [e.score for e in plain] == sorted((e.score for e in plain), reverse=True)
+
+
 def test_filters_bound_a_long_query(recaller) -> None:
     result = recaller.recall(ISSUE, filters=Filters(paths=("tests/**", "docs/**")))
     assert _files(result) and set(_files(result)) <= {"tests/test_session.py", "docs/redirects.md"}

@@ -176,3 +176,24 @@ def test_the_guard_makes_the_http_transports_host_and_origin_decisions(client) -
                "http://evil.example": False, None: True}  # fmt: skip
     for origin, ok in origins.items():
         assert origin_allowed(origin) == HostGuard.origin_ok(origin) == ok, origin
+
+
+def test_health_lists_the_secrets_masked_per_file(tmp_path, make_engine) -> None:  # type: ignore[no-untyped-def]
+    """What `status` counts per file (never the values) is on the health page too."""
+    from starlette.testclient import TestClient
+
+    from memserver.ui.app import build_app
+    from memserver.ui.state import UiState
+    from tests.ingest.test_masking import GHP, _repo
+
+    engine = make_engine(_repo(tmp_path / "repo"))
+    engine.index()
+    masked = engine.status().masked
+    assert masked  # the repository holds secrets the index masked
+    with TestClient(build_app(UiState(engine)), base_url=BASE_URL) as c:
+        page = c.get("/health").text
+    table = page.split('id="masked"', 1)[1].split("</table>", 1)[0]
+    for path, kinds in masked.items():
+        row = table.split(f"<code>{path}</code>", 1)[1].split("</tr>", 1)[0]
+        assert all(f"{n} {kind}" in row for kind, n in kinds.items()), (path, row)
+    assert GHP not in page
