@@ -216,6 +216,8 @@ def print_status(info: dict[str, Any]) -> None:
             out.print(f"[yellow]{len(paths)} {label} since indexing[/]: {shown}")
     if info["interrupted"]:
         out.print("[yellow]the last index run was interrupted[/]")
+    if info.get("rechunk"):
+        out.print("[yellow]the index was cut by another chunker version or [chunking] settings[/]")
     out.print("run `memserver index` to bring it up to date")
 
 

@@ -510,6 +510,7 @@ class Engine:
             stale_files=tuple(sorted(stale)), new_files=tuple(sorted(set(on_disk) - set(manifest))),
             removed_files=tuple(sorted(set(manifest) - set(on_disk))),
             masked={p: dict(r.masked) for p, r in sorted(manifest.items()) if r.masked},
+            rechunk=bool(meta.chunker) and meta.chunker != self.chunker_id(),
         )  # fmt: skip
 
 

@@ -415,10 +415,12 @@ class Status:
     watcher: dict[str, Any] = field(default_factory=lambda: {"state": "off"})
     server: dict[str, Any] = field(default_factory=dict)  # set by a running server
     masked: dict[str, dict[str, int]] = field(default_factory=dict)  # path → kind → count
+    rechunk: bool = False  # cut by another chunker version or settings: the next run re-cuts
 
     @property
     def up_to_date(self) -> bool:
-        return not (self.stale_files or self.new_files or self.removed_files or self.interrupted)
+        return not (self.stale_files or self.new_files or self.removed_files or self.interrupted
+                    or self.rechunk)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {f: getattr(self, f) for f in self.__dataclass_fields__}

@@ -248,7 +248,7 @@ async def test_web_client_with_token_recalls(servers: dict[str, Any], transport:
     with anyio.fail_after(WAIT):
         if transport == "http":
             async with (
-                httpx2.AsyncClient(headers=bearer()) as http,
+                httpx2.AsyncClient(headers=bearer(), timeout=WAIT) as http,
                 Client(streamable_http_client(url, http_client=http)) as client,
             ):
                 result = await client.call_tool("recall", QUERY)

@@ -102,7 +102,7 @@ def open_slow_sockets(address: str, port: int) -> list[socket.socket]:
 async def recall_by_ip(url: str) -> Any:
     with anyio.fail_after(WAIT):
         async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}) as http,
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {ALICE}"}, timeout=WAIT) as http,
             Client(streamable_http_client(url, http_client=http)) as client,
         ):
             return await client.call_tool("recall", QUERY)

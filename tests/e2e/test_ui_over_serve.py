@@ -94,7 +94,7 @@ async def _memory_over_mcp(url: str, memory_id: str) -> dict[str, object]:
     headers = {"authorization": f"Bearer {TOKEN}"}
     with anyio.fail_after(WAIT):
         async with (
-            httpx2.AsyncClient(headers=headers) as http,
+            httpx2.AsyncClient(headers=headers, timeout=WAIT) as http,
             Client(streamable_http_client(url + "/mcp", http_client=http)) as client,
         ):
             found = await client.read_resource(f"memserver://memory/{memory_id}")

@@ -143,3 +143,18 @@ def test_status_does_not_hang_on_a_fifo(tmp_path: Path, make_engine) -> None:
     os.mkfifo(root / "a.py")
     status = engine.status()
     assert "a.py" in status.removed_files and not status.up_to_date
+
+
+def test_status_says_an_index_cut_by_other_chunking_is_not_up_to_date(
+    tmp_path: Path, make_engine
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("def a():\n    return 1\n")
+    make_engine(root).index()
+    assert make_engine(root).status().up_to_date
+    other = make_engine(root, overrides={"chunking": {"max_tokens": 500}})
+    status = other.status()
+    assert status.rechunk and not status.up_to_date and status.to_dict()["rechunk"]
+    other.index()
+    assert other.status().up_to_date
