@@ -31,6 +31,7 @@ class IndexSettings:
     lock_timeout_seconds: float = 10.0
     batch_files: int = 200
     embed_batch_chunks: int = 256
+    graph_workers: int = 1  # processes tagging for the code graph beside the chunker
 
     def walk_options(self) -> WalkOptions:
         return WalkOptions(

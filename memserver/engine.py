@@ -270,6 +270,7 @@ class Engine:
     ) -> Indexer:  # fmt: skip
         """An indexer over `store`, embedding with `embedder` (default: the indexing one)."""
         from memserver.ingest.pipeline import Indexer
+        from memserver.ingest.tagging import Tagger
 
         return Indexer(
             store, self.chunker(), self.embedder if embedder is None else embedder,
@@ -279,6 +280,7 @@ class Engine:
             distiller=self.distiller(),
             keep_versions=timedelta(minutes=self.settings.watch.keep_versions_minutes),
             root=self.root, max_file_bytes=self.settings.index.max_file_bytes,
+            tagger=Tagger(self.settings.chunking, workers=self.settings.index.graph_workers),
         )  # fmt: skip
 
     def recaller(self, *, rerank: bool = True, store: IndexStore | None = None) -> Recaller:
@@ -338,7 +340,7 @@ class Engine:
         """The code graph as recall's graph arms read it."""
         from memserver.navigate.arm import GraphArm
 
-        return GraphArm(self.graph_view(store).get)
+        return GraphArm(self.graph_view(store).get, store.graph.named)
 
     def navigator(self, store: IndexStore | None = None) -> Navigator:
         """outline, symbol, references and neighbours over the stored code graph."""

@@ -59,11 +59,14 @@ _LINE_AND_COLUMN = operator.attrgetter("line", "column")
 _SPACE = re.compile(r"\s")
 
 
-def parse(text: str, language: str) -> Tree:
-    """A tree-sitter tree of `text` (encoded as UTF-8) for a registered language."""
+def parse(text: str, language: str, source: bytes | None = None) -> Tree:
+    """A tree-sitter tree of `text` (encoded as UTF-8, unless `source` is that already) for
+    a registered language."""
     from tree_sitter import Parser
 
-    return Parser(grammar(language).language).parse(text.encode("utf-8", "replace"))
+    if source is None:
+        source = text.encode("utf-8", "replace")
+    return Parser(grammar(language).language).parse(source)
 
 
 def extract_tags(path: str, text: str, language: str, tree: Tree | None = None) -> FileTags:

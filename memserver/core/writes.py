@@ -7,10 +7,9 @@ the manifest, the crash marker, and erasure. Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memserver.core.graph import FileTags
 from memserver.core.types import Chunk, FileRecord, ForgetRule, Memory
 
 __all__ = [
@@ -46,13 +45,15 @@ def file_documents(chunks: Sequence[Chunk]) -> list[FileDocument]:
 
 @dataclass(frozen=True)
 class FileGraph:
-    """The code graph of one file as it is indexed now: its tags (empty for a file that is
-    not code), the key of this version (`core.graph.file_version` of its manifest record)
-    and the chunks it was cut into, as (id, first line, last line) in file order."""
+    """The code graph of one file as it is indexed now: the key of this version
+    (`core.graph.file_version` of its manifest record), the chunks it was cut into, as (id,
+    first line, last line) in file order, and its tags in the store's row form (what
+    `IndexStore.graph_part` makes of a `FileTags`; empty tags for a file that is not code)."""
 
-    tags: FileTags
+    path: str
     version: str
-    chunks: Sequence[tuple[str, int, int]] = ()
+    chunks: Sequence[tuple[str, int, int]]
+    rows: object
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,9 @@ class FileChanges:
     records: Sequence[FileRecord] = ()  # manifest rows (written last: the commit point)
     removed_paths: Sequence[str] = ()  # manifest rows to drop (their graph rows and file
     # documents go too)
-    graphs: Sequence[FileGraph] = ()  # the code graph of every file in `records` that changed
+    # the code graph of every file in `records` that changed, or what gives it when the
+    # store needs it (tags made in a worker process while the chunks are written)
+    graphs: Sequence[FileGraph] | Callable[[], Sequence[FileGraph]] = ()
 
 
 @dataclass(frozen=True)

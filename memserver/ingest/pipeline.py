@@ -17,12 +17,13 @@ from pathlib import Path
 
 from indexers.walk import read_source
 from memserver.core.errors import ModelUnavailable
-from memserver.core.graph import FileTags, file_version
+from memserver.core.graph import file_version
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import (
     Chunk,
     ChunkDraft,
+    ChunkOptions,
     FileRecord,
     IndexReport,
     PathSet,
@@ -30,6 +31,7 @@ from memserver.core.types import (
 )
 from memserver.core.writes import FileChanges, FileGraph, Place, file_documents
 from memserver.ingest.memories import MemoryPlanner
+from memserver.ingest.tagging import Tagger
 from memserver.store.index import IndexStore
 from memserver.text.passages import embed_text
 from memserver.text.secrets import mask_code, masked_counts
@@ -109,8 +111,11 @@ class Indexer:
         keep_versions: timedelta | None = None,
         root: Path | None = None,
         max_file_bytes: int = 1_000_000,
+        tagger: Tagger | None = None,
     ) -> None:
         self.store = store
+        # the code graph's tags (in a worker process on a large run)
+        self.tagger = tagger or Tagger(ChunkOptions(), workers=0)
         # what the read of each file is checked against (the walk's rules, again)
         self.root_real = os.path.realpath(root if root is not None else store.meta.root or ".")
         self.max_file_bytes = max_file_bytes
@@ -174,23 +179,23 @@ class Indexer:
 
     # -- phase 1: chunks into the stores ----------------------------------------
 
-    def _chunk(self, fp: _FilePlan, report: IndexReport, graphs: list[FileGraph]) -> list[Chunk]:
-        """The file's chunks; its code graph (tags from the same parse) joins `graphs`."""
-        s = fp.source
-        tagging = getattr(self.chunker, "chunk_and_tag", None)  # the code graph's chunker
-        if tagging is not None:
-            result, tags = tagging(s.path, fp.text, s.language)
-        else:
-            result, tags = (
-                self.chunker.chunk(s.path, fp.text, s.language),
-                FileTags(s.path, s.language),
-            )
+    def _chunk(self, fp: _FilePlan, report: IndexReport) -> list[Chunk]:
+        result = self.chunker.chunk(fp.source.path, fp.text, fp.source.language)
         if result.fallback_reason:
             report.parse_fallbacks[fp.source.path] = result.fallback_reason
-        chunks = to_chunks(self.store.meta.project, result.chunks)
-        version = file_version(s.path, fp.digest, [c.id for c in chunks])
-        graphs.append(FileGraph(tags, version, [(c.id, c.start_line, c.end_line) for c in chunks]))
-        return chunks
+        return to_chunks(self.store.meta.project, result.chunks)
+
+    def _graphs(
+        self, cut: Sequence[tuple[_FilePlan, list[Chunk]]], tags: Iterator[object]
+    ) -> Callable[[], list[FileGraph]]:
+        """What gives the batch's code graph when the store writes it (the tags of its
+        files, next in `tags`, may still be in the making)."""
+        keys = [
+            (fp.source.path, file_version(fp.source.path, fp.digest, [c.id for c in chunks]),
+             [(c.id, c.start_line, c.end_line) for c in chunks])
+            for fp, chunks in cut
+        ]  # fmt: skip
+        return lambda: [FileGraph(path, v, spans, next(tags)) for path, v, spans in keys]
 
     def _apply(
         self,
@@ -198,15 +203,16 @@ class Indexer:
         states: dict[str, bool],
         memories: MemoryPlanner,
         report: IndexReport,
+        tags: Iterator[object],
         complete: bool = True,
     ) -> None:
-        """Store one batch of changed files. `states` holds every chunk id when `complete`,
-        else only some: the rest are read here, with where the cut chunks sit, in one go."""
+        """Store one batch of changed files (`tags`: its files' code graphs, next in it).
+        `states` holds every chunk id when `complete`, else only some: the rest are read
+        here, with where the cut chunks sit, in one go."""
         new: list[Chunk] = []
         existing: dict[str, Chunk] = {}
         records: list[FileRecord] = []
-        graphs: list[FileGraph] = []
-        cut = [(fp, self._chunk(fp, report, graphs)) for fp in batch]
+        cut = [(fp, self._chunk(fp, report)) for fp in batch]
         ids = {c.id for _, chunks in cut for c in chunks}
         old_ids = {cid for fp, _ in cut if fp.old for cid in fp.old.chunk_ids}
         wanted = ids & states.keys() if complete else ids | (old_ids - states.keys())
@@ -243,7 +249,7 @@ class Indexer:
             moved_chunks=[existing[cid] for cid in moved], closed=gone,
             memories_added=fresh, memories_revived=revived, memories_searchable=live,
             memories_hidden=hidden, follow_origin=self.distiller is not None,
-            notes_stale=memories.chunks_closed(gone), graphs=graphs,
+            notes_stale=memories.chunks_closed(gone), graphs=self._graphs(cut, tags),
             documents=file_documents([c for _, chunks in cut for c in chunks]), records=records,
         ))  # fmt: skip
         for c in new:
@@ -279,8 +285,11 @@ class Indexer:
         states = {} if partial else chunks.states()
         memories = MemoryPlanner(self.store, self.distiller, partial=partial)
         self.progress.start("chunking", len(plan.changed))
+        tags = self.tagger.tags(
+            [(fp.source.path, fp.text, fp.source.language) for fp in plan.changed]
+        )
         for batch in _batched(plan.changed, self.batch_files):
-            self._apply(batch, states, memories, report, complete=not partial)
+            self._apply(batch, states, memories, report, tags, complete=not partial)
         self.progress.finish()
         if plan.removed:
             if partial:

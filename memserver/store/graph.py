@@ -13,10 +13,13 @@ back. Reads return our own types; the writes here are called by `IndexStore` onl
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from memserver.core.graph import (
     Definition,
@@ -32,25 +35,90 @@ from memserver.core.writes import FileGraph
 from memserver.store import lancedb as ldb
 from memserver.store.lancedb import Table, in_list, lance_errors, sql_quote
 
-__all__ = ["FileRow", "GraphRows"]
+__all__ = ["FileRow", "GraphPart", "GraphRows", "graph_part"]
 
 FILE = "file"  # the kind of a version's own row in `symbols`
 _CURRENT = "valid_to IS NULL"
 _CLOSED = "valid_to IS NOT NULL"
+# a definition's and a reference's own columns (the rest the insert adds: id, path, version,
+# language, chunk_id, and on file rows package, imports and the counts)
+_DEF_OWN = [
+    ("kind", pa.string()), ("name", pa.string()), ("qualified", pa.string()),
+    ("parent", pa.string()), ("signature", pa.string()), ("doc", pa.string()),
+    ("start_line", pa.int32()), ("end_line", pa.int32()), ("name_line", pa.int32()),
+    ("declared_type", pa.string()), ("declaration", pa.bool_()),
+]  # fmt: skip
+_REF_OWN = [
+    ("name", pa.string()), ("kind", pa.string()), ("line", pa.int32()),
+    ("column", pa.int32()), ("enclosing", pa.string()), ("qualifier", pa.string()),
+    ("receiver_type", pa.string()),
+]  # fmt: skip
+_DEF_OWN_SCHEMA = pa.schema(_DEF_OWN)
+_REF_OWN_SCHEMA = pa.schema(_REF_OWN)
 _DEF_COLUMNS = [
-    "id", "path", "version", "language", "kind", "name", "qualified", "parent", "signature",
-    "doc", "start_line", "end_line", "name_line", "declared_type", "declaration", "chunk_id",
+    "id", "path", "version", "language", *(n for n, _ in _DEF_OWN), "chunk_id",
 ]  # fmt: skip
 _FILE_COLUMNS = ["id", "path", "version", "language", "package", "imports"]
-_EMPTY: dict[str, Any] = {  # what a row leaves out
+_REF_COLUMNS = ["id", "path", "version", *(n for n, _ in _REF_OWN), "chunk_id"]
+_EMPTY: dict[str, Any] = {  # what a row leaves out (valid_to: null, the row is current)
     "qualified": "", "parent": "", "signature": "", "doc": "", "start_line": 0, "end_line": 0,
     "name_line": 0, "declared_type": "", "declaration": False, "chunk_id": "", "package": "",
     "imports": None, "definitions": 0, "references": 0,
 }  # fmt: skip
-_REF_COLUMNS = [
-    "id", "path", "version", "name", "kind", "line", "column", "enclosing", "qualifier",
-    "receiver_type", "chunk_id",
-]  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPart:
+    """A file's tags in the tables' row form, made where the tags are made: a worker
+    process hands the indexing one Arrow buffers, not a hundred thousand objects."""
+
+    path: str
+    language: str
+    package: str
+    imports: tuple[dict[str, Any], ...]  # the file row's imports
+    definitions: pa.RecordBatch | None  # their own columns, in file order (None: none)
+    references: pa.RecordBatch | None
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        return tuple(  # type: ignore[return-value]
+            0 if b is None else b.num_rows for b in (self.definitions, self.references)
+        )
+
+
+def graph_part(tags: FileTags) -> GraphPart:
+    """`tags` in row form (see `GraphPart`)."""
+    defs = refs = None
+    if tags.definitions:
+        d = tags.definitions
+        defs = pa.RecordBatch.from_arrays([
+            pa.array([x.kind for x in d], pa.string()), pa.array([x.name for x in d], pa.string()),
+            pa.array([x.qualified for x in d], pa.string()),
+            pa.array([x.parent for x in d], pa.string()),
+            pa.array([x.signature for x in d], pa.string()),
+            pa.array([x.doc for x in d], pa.string()),
+            pa.array([x.start_line for x in d], pa.int32()),
+            pa.array([x.end_line for x in d], pa.int32()),
+            pa.array([x.name_line for x in d], pa.int32()),
+            pa.array([x.declared_type for x in d], pa.string()),
+            pa.array([x.declaration for x in d], pa.bool_()),
+        ], schema=_DEF_OWN_SCHEMA)  # fmt: skip
+    if tags.references:
+        r = tags.references
+        refs = pa.RecordBatch.from_arrays([
+            pa.array([x.name for x in r], pa.string()), pa.array([x.kind for x in r], pa.string()),
+            pa.array([x.line for x in r], pa.int32()),
+            pa.array([x.column for x in r], pa.int32()),
+            pa.array([x.enclosing for x in r], pa.string()),
+            pa.array([x.qualifier for x in r], pa.string()),
+            pa.array([x.receiver_type for x in r], pa.string()),
+        ], schema=_REF_OWN_SCHEMA)  # fmt: skip
+    imports = tuple(
+        {"module": i.module, "name": i.name, "alias": i.alias, "line": i.line, "star": i.star,
+         "enclosing": i.enclosing}
+        for i in tags.imports
+    )  # fmt: skip
+    return GraphPart(tags.path, tags.language, tags.package, imports, defs, refs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +130,6 @@ class FileRow:
     current: bool
     definitions: int  # its definition rows in `symbols`
     references: int  # its rows in `refs`
-
-
-def _row_id(prefix: str, version: str, ordinal: int) -> str:
-    return f"{prefix}{version}{ordinal:08x}"
-
-
-def _chunk_at(starts: list[int], ids: list[str], line: int) -> str:
-    """The chunk holding `line` (the last one starting at or before it; chunks tile a file's
-    non-blank lines, and a tag starts on a non-blank one)."""
-    at = bisect.bisect_right(starts, line) - 1
-    return ids[max(0, at)] if ids else ""
 
 
 class GraphRows:
@@ -87,14 +144,25 @@ class GraphRows:
         file rows (one commit per table)."""
         if not graphs:
             return
-        refs = _columns(_REF_COLUMNS)
-        symbols = _columns([*_DEF_COLUMNS, "package", "imports", "definitions", "references"])
-        for g in graphs:
-            _add_file(g, refs, symbols)
+        parts = [_part(g) for g in graphs]
+        refs = _rows(graphs, [p.references for p in parts], _REF_OWN_SCHEMA, "r_", 0)
+        defs = _rows(graphs, [p.definitions for p in parts], _DEF_OWN_SCHEMA, "s_", 1)
+        files = pa.table({
+            "id": [f"s_{g.version}{0:08x}" for g in graphs],
+            "path": [p.path for p in parts], "version": [g.version for g in graphs],
+            "language": [p.language for p in parts], "kind": [FILE] * len(parts),
+            "name": [p.path.rsplit("/", 1)[-1] for p in parts],
+            "package": [p.package for p in parts], "imports": [list(p.imports) for p in parts],
+            "definitions": [p.counts[0] for p in parts],
+            "references": [p.counts[1] for p in parts],
+        })  # fmt: skip
         with lance_errors(f"write the code graph of {len(graphs)} files"):
-            if refs["id"]:
-                ldb.add_columns(self.refs, {**refs, "valid_to": [None] * len(refs["id"])})
-            ldb.add_columns(self.symbols, {**symbols, "valid_to": [None] * len(symbols["id"])})
+            if refs is not None:
+                self.refs.add(_fit(refs, self.refs.schema))
+            symbols = [_fit(files, self.symbols.schema)]
+            if defs is not None:
+                symbols.append(_fit(defs, self.symbols.schema))
+            self.symbols.add(pa.concat_tables(symbols))
 
     def set_current(self, versions: Sequence[str], current: bool) -> None:
         """Close (or reopen) every row of these versions, file rows last on closing."""
@@ -168,6 +236,23 @@ class GraphRows:
                 for t in (self.symbols, self.refs)
             )
 
+    def named(self, names: Sequence[str]) -> list[StoredFile]:
+        """The current definitions with one of these (bare) names, by file, with their
+        files' language and package and no references: what finding a name's definitions
+        needs, read without the rest of the graph."""
+        names = sorted(set(names))
+        if not names:
+            return []
+        with lance_errors("read the code graph's definitions"):
+            defs = _read(self.symbols, [f"{_CURRENT} AND {in_list('name', b)}"
+                                        for b in ldb.batches(names)], _DEF_COLUMNS,
+                         f"kind != {sql_quote(FILE)}")  # fmt: skip
+            versions = sorted(set(defs["version"]))
+            files = _read(self.symbols, [in_list("version", b) for b in ldb.batches(versions)],
+                          _FILE_COLUMNS, f"kind = {sql_quote(FILE)}") if versions else {
+                c: [] for c in _FILE_COLUMNS}  # fmt: skip
+        return _assemble(files, defs, {c: [] for c in ("version", *_BY_COLUMN)}, True)
+
     def load(self, versions: Sequence[str] | None = None, *, columns: bool = False
              ) -> list[StoredFile]:  # fmt: skip
         """The stored graphs of these versions (default: every current one); with
@@ -184,45 +269,75 @@ class GraphRows:
         return _assemble(files, defs, refs, columns)
 
 
-def _columns(names: Sequence[str]) -> dict[str, list[Any]]:
-    return {name: [] for name in names}
+def _part(g: FileGraph) -> GraphPart:
+    if not isinstance(g.rows, GraphPart):
+        raise TypeError(f"the graph rows of {g.path} are not a GraphPart: {type(g.rows)}")
+    return g.rows
 
 
-def _add_file(g: FileGraph, refs: dict[str, list[Any]], symbols: dict[str, list[Any]]) -> None:
-    """Append one version's rows, column by column."""
-    tags, version = g.tags, g.version
-    starts = [start for _, start, _ in g.chunks]
-    ids = [cid for cid, _, _ in g.chunks]
-    for n, r in enumerate(tags.references):
-        for name, value in (
-            ("id", _row_id("r_", version, n)), ("path", tags.path), ("version", version),
-            ("name", r.name), ("kind", r.kind), ("line", r.line), ("column", r.column),
-            ("enclosing", r.enclosing), ("qualifier", r.qualifier),
-            ("receiver_type", r.receiver_type), ("chunk_id", _chunk_at(starts, ids, r.line)),
-        ):  # fmt: skip
-            refs[name].append(value)
-    imports = [
-        {"module": i.module, "name": i.name, "alias": i.alias, "line": i.line, "star": i.star,
-         "enclosing": i.enclosing}
-        for i in tags.imports
-    ]  # fmt: skip
-    rows: list[dict[str, Any]] = [{
-        "id": _row_id("s_", version, 0), "kind": FILE, "name": tags.path.rsplit("/", 1)[-1],
-        "package": tags.package, "imports": imports, "definitions": len(tags.definitions),
-        "references": len(tags.references),
-    }]  # fmt: skip
-    for n, d in enumerate(tags.definitions, start=1):
-        rows.append({
-            "id": _row_id("s_", version, n), "kind": d.kind, "name": d.name,
-            "qualified": d.qualified, "parent": d.parent, "signature": d.signature,
-            "doc": d.doc, "start_line": d.start_line, "end_line": d.end_line,
-            "name_line": d.name_line, "declared_type": d.declared_type,
-            "declaration": d.declaration, "chunk_id": _chunk_at(starts, ids, d.start_line),
-        })  # fmt: skip
-    shared = {"path": tags.path, "version": version, "language": tags.language}
-    for row in rows:
-        for name, values in symbols.items():
-            values.append(shared[name] if name in shared else row.get(name, _EMPTY.get(name)))
+_HEX: list[pa.Array] = [pa.array([], pa.string())]  # "00000000", "00000001"…, grown as needed
+
+
+def _ordinals(counts: Sequence[int], first: int) -> pa.Array:
+    """Each file's row places as 8 hex digits, from `first`, file after file."""
+    top = max(counts, default=0) + first
+    if len(_HEX[0]) < top:
+        _HEX[0] = pa.array([f"{n:08x}" for n in range(max(top, 2 * len(_HEX[0])))])
+    places = [np.arange(first, first + c) for c in counts]
+    return _HEX[0].take(pa.array(np.concatenate(places) if places else [], pa.int64()))
+
+
+def _rows(graphs: Sequence[FileGraph], batches: Sequence[pa.RecordBatch | None],
+          schema: pa.Schema, prefix: str, first: int) -> pa.Table | None:  # fmt: skip
+    """The rows of these files' batches with what ties them to their version: the id
+    (prefix, version, place), path, version, language and the chunk holding the row's
+    first line (the last chunk starting at or before it; chunks tile a file's non-blank
+    lines, and a tag starts on a non-blank one)."""
+    held = [(g, b) for g, b in zip(graphs, batches, strict=True) if b is not None and b.num_rows]
+    if not held:
+        return None
+    counts = [b.num_rows for _, b in held]
+    table = pa.Table.from_batches([b for _, b in held], schema=schema)
+    owner = pa.array(np.repeat(np.arange(len(held)), counts))
+    version = pa.array([g.version for g, _ in held]).take(owner)
+    line = "line" if "line" in schema.names else "start_line"
+    chunk_ids: list[str] = []
+    at: list[np.ndarray] = []
+    for (g, b), n in zip(held, counts, strict=True):
+        if not g.chunks:
+            at.append(np.full(n, -1))
+            continue
+        starts = np.array([start for _, start, _ in g.chunks])
+        where = np.searchsorted(starts, b.column(line).to_numpy(), side="right") - 1
+        at.append(np.maximum(where, 0) + len(chunk_ids))
+        chunk_ids.extend(cid for cid, _, _ in g.chunks)
+    picks = np.concatenate(at)
+    chunk = pa.array([*chunk_ids, ""]).take(pa.array(np.where(picks < 0, len(chunk_ids), picks)))
+    parts = [_part(g) for g, _ in held]
+    return (
+        table.append_column("id", pc.binary_join_element_wise(
+            prefix, version, _ordinals(counts, first), ""))
+        .append_column("path", pa.array([p.path for p in parts]).take(owner))
+        .append_column("version", version)
+        .append_column("language", pa.array([p.language for p in parts]).take(owner))
+        .append_column("chunk_id", chunk)
+    )  # fmt: skip
+
+
+def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` in the stored schema's column order, what it leaves out null (valid_to:
+    current) or empty as stored before."""
+    columns = []
+    for f in schema:
+        if f.name in table.column_names:
+            columns.append(table.column(f.name).cast(f.type))
+        elif f.name in _EMPTY:
+            value = _EMPTY[f.name]
+            columns.append(pa.nulls(table.num_rows, f.type) if value is None
+                           else pa.repeat(pa.scalar(value, f.type), table.num_rows))  # fmt: skip
+        else:
+            columns.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _read(table: Table, wheres: Sequence[str], columns: Sequence[str], also: str = ""

@@ -37,7 +37,7 @@ from memserver.store import lancedb as ldb
 from memserver.store.bm25 import Bm25Index
 from memserver.store.chunks import ChunkRows
 from memserver.store.events import EventLog
-from memserver.store.graph import GraphRows
+from memserver.store.graph import GraphRows, graph_part
 from memserver.store.lancedb import Table, in_list, lance_errors
 from memserver.store.lock import WriterLock
 from memserver.store.manifest import FileManifest
@@ -54,7 +54,10 @@ from memserver.store.schema import (
 )
 from memserver.store.statecache import DIRTY
 
-__all__ = ["CHUNKS", "EVENTS", "FILES", "MEMORIES", "REFS", "SYMBOLS", "TABLES", "IndexStore"]
+__all__ = [
+    "CHUNKS", "EVENTS", "FILES", "MEMORIES", "REFS", "SYMBOLS", "TABLES", "IndexStore",
+    "graph_part",
+]  # fmt: skip
 
 CHUNKS = "chunks"
 FILES = "files"
@@ -205,16 +208,15 @@ class IndexStore:
 
     def commit_files(self, c: FileChanges) -> None:
         """One batch of an index run, in the order that a crash anywhere leaves repairable:
-        new and reopened rows, then the keyword index, then closings, then the manifest.
-        The code graph's versions of the batch's files go in with the chunks and the
-        versions they replace close with them."""
+        new and reopened rows, then the keyword index, then the code graph's new versions
+        of the batch's files (their tags may come from a worker still making them), then
+        closings (the graph versions they replace too), then the manifest."""
         with self.writing():
             self.chunks.insert(c.added)
             self.chunks.set_valid_to([x.id for x in c.reopened], closed=False)
             self.chunks.move(c.moved)
             self.memories.insert(c.memories_added)
             self.memories.set_status(c.memories_revived, ACTIVE, was=STALE)
-            replaced = self._open_graphs(c)
             if c.closed or c.memories_hidden:
                 self.keyword.delete([*c.closed, *c.memories_hidden])
             if c.added or c.reopened or c.moved_chunks:
@@ -226,6 +228,7 @@ class IndexStore:
                 self.file_keyword.delete(c.removed_paths)
                 self.file_keyword.add_files(c.documents)
                 self.file_keyword.commit()
+            replaced = self._open_graphs(c)  # last of the new rows: its tags may be late
             self.chunks.set_valid_to(c.closed, closed=True)
             self.graph.set_current(replaced, current=False)
             if c.notes_stale:
@@ -238,12 +241,13 @@ class IndexStore:
     def _open_graphs(self, c: FileChanges) -> list[str]:
         """Write the graph versions of the batch not stored yet and reopen those stored but
         closed; return the current versions of these files they replace (to close)."""
-        paths = [g.tags.path for g in c.graphs] + list(c.removed_paths)
+        graphs = c.graphs() if callable(c.graphs) else c.graphs
+        paths = [g.path for g in graphs] + list(c.removed_paths)
         if not paths:
             return []
         stored = self.graph.file_rows(paths)
-        wanted = {g.version for g in c.graphs}
-        self.graph.insert([g for g in c.graphs if g.version not in stored])
+        wanted = {g.version for g in graphs}
+        self.graph.insert([g for g in graphs if g.version not in stored])
         back = sorted(v for v in wanted if v in stored and not stored[v].current)
         self.graph.set_current(back, current=True)
         return sorted(v for v, row in stored.items() if row.current and v not in wanted)
