@@ -18,6 +18,19 @@ from memserver.graph.languages import family, module_keys
 _SEPARATORS = ("::", "#", "->", "\\")
 
 
+def lookup_text(name: str) -> tuple[str, str]:
+    """(path part, dotted name) of what a user wrote: "utils.py:send" -> ("utils.py",
+    "send"), "crate::shapes::Polygon" -> ("", "shapes.Polygon"), "Store#fetch" -> ("",
+    "Store.fetch")."""
+    text, path_part = name, ""
+    if ":" in text.replace("::", ""):
+        path_part, _, text = text.replace("::", "\0").partition(":")
+        path_part, text = path_part.replace("\0", "::"), text.replace("\0", "::")
+    for separator in _SEPARATORS:
+        text = text.replace(separator, ".")
+    return path_part, text.strip(".").removeprefix("crate.")  # Rust's path from the crate root
+
+
 class SymbolTable:
     """The definitions of many files; read-only once built."""
 
@@ -122,14 +135,7 @@ class SymbolTable:
     def lookup(self, name: str) -> list[Definition]:
         """Definitions a user may mean by `name`: "Client.send", "send", "utils.py:send",
         "pkg.mod.Client.send", "crate::shapes::Polygon", "Store#fetch"; best first."""
-        text = name.strip()
-        path_part = ""
-        if ":" in text.replace("::", ""):
-            path_part, _, text = text.replace("::", "\0").partition(":")
-            path_part, text = path_part.replace("\0", "::"), text.replace("\0", "::")
-        for separator in _SEPARATORS:
-            text = text.replace(separator, ".")
-        text = text.strip(".").removeprefix("crate.")  # Rust's path from the crate root
+        path_part, text = lookup_text(name.strip())
         if path_part:
             return self._in_paths(self._paths_like(path_part), text)
         if not text:

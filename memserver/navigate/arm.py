@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memserver.core.graph import Definition
+from memserver.core.graph import Definition, StoredFile
+from memserver.graph.table import SymbolTable, lookup_text
 from memserver.navigate import find
 from memserver.navigate.view import GraphIndex
 
@@ -21,17 +22,41 @@ _MAX_CALLER_FILES = 40  # files using a name beyond which its callers are not lo
 _VALUES = frozenset({"field", "variable", "constant"})
 
 
+def _lookup_text(name: str) -> str:
+    return lookup_text(name.strip())[1]
+
+
+def _last(text: str) -> str:
+    return text.rsplit(".", 1)[-1]
+
+
 class GraphArm:
-    def __init__(self, graph: Callable[[], GraphIndex]) -> None:
-        self.graph = graph
+    def __init__(self, graph: Callable[[], GraphIndex],
+                 named: Callable[[Sequence[str]], list[StoredFile]]) -> None:  # fmt: skip
+        self.graph = graph  # the whole graph: read once, then kept up to date
+        self.named = named  # the definitions of some names, read from the store as asked
 
     def defining(self, names: Sequence[str], limit: int) -> list[tuple[str, float]]:
-        g = self.graph()
+        """The chunks defining what the query names. Only those names' definitions are
+        read (a few milliseconds), never the whole graph: the first short query of a
+        server does not wait for it; a symbol table over them answers as the whole one
+        would (every definition a name can mean carries the name's last part)."""
+        texts = [n.strip() for n in names if _lookup_text(n)]
+        stored = self.named([_last(_lookup_text(t)) for t in texts])
+        if not stored:
+            return []
+        table = SymbolTable([s.tags for s in stored])
+        chunk_of = {
+            d: c
+            for s in stored
+            for d, c in zip(s.tags.definitions, s.definition_chunks, strict=True)
+        }
         out: dict[str, float] = {}
-        for rank, name in enumerate(names):
-            found = [d for d in find.symbols(g, name) if d.kind not in _VALUES][:_PER_NAME]
+        for rank, text in enumerate(texts):
+            hits = find.best_first(table.lookup(text), text)
+            found = [d for d in hits if d.kind not in _VALUES][:_PER_NAME]
             for n, d in enumerate(found):
-                out.setdefault(g.def_chunk(d), 1.0 / (1 + rank + n))
+                out.setdefault(chunk_of[d], 1.0 / (1 + rank + n))
         return sorted(out.items(), key=lambda kv: -kv[1])[:limit]
 
     def around(self, chunk_ids: Sequence[str], limit: int) -> list[tuple[str, float]]:

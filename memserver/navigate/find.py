@@ -13,8 +13,8 @@ from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefIt
 from memserver.navigate.view import GraphIndex, RefAt
 
 __all__ = [
-    "SYMBOL_ID", "definitions_for", "neighbours", "outline", "references", "symbol_item",
-    "symbols",
+    "SYMBOL_ID", "best_first", "definitions_for", "neighbours", "outline", "references",
+    "symbol_item", "symbols",
 ]  # fmt: skip
 
 SYMBOL_ID = re.compile(r"^s_[0-9a-f]{32}$")
@@ -44,7 +44,12 @@ def symbols(g: GraphIndex, name: str) -> list[Definition]:
     if SYMBOL_ID.match(text):
         found = g.by_id(text)
         return [found] if found is not None else []
-    hits = g.lookup(text)
+    return best_first(g.lookup(text), text)
+
+
+def best_first(hits: Sequence[Definition], text: str) -> list[Definition]:
+    """A lookup's definitions of `text`, those it names exactly first (else all of them),
+    best first."""
     exact = [d for d in hits if d.qualified == text or d.name == text.rsplit(".", 1)[-1]]
     ordered = exact or hits
     return sorted(ordered, key=lambda d: (_tier(d, text), *_rank(d)))
