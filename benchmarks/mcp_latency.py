@@ -14,7 +14,10 @@ and indexed with the hashing embedder (no model needed). Measured, each in fresh
 - first recall: process start → the first recall answered (the engine loads in the
   background after start, so this is the engine's cold load).
 - recall round trips over stdio and streamable HTTP through the SDK clients: --calls
-  calls after one warm-up call; p50 / p95 / max in milliseconds.
+  calls after one warm-up call; p50 / p95 / max in milliseconds; over stdio also the
+  server's resident memory after them (VmRSS, and its peak VmHWM, from /proc).
+
+--index-dir points the servers at an index kept outside the repository.
 
 Prints one JSON object on stdout.
 """
@@ -84,11 +87,32 @@ def _reply(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
     return json.loads(proc.stdout.readline())
 
 
+ARGS: list[str] = []  # --index-dir, when given
+
+
+def serve_args(root: Path) -> list[str]:
+    return ["-c", SERVE, "--root", str(root), *ARGS, "--log-level", "warning"]
+
+
+def server_memory() -> dict[str, float]:
+    """VmRSS and VmHWM in MB of this process's `memserver serve` child."""
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+            cmdline = (status.parent / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if int(fields.get("PPid", "0")) == os.getpid() and b"serve_command" in cmdline:
+            return {k.lower() + "_mb": round(int(fields[k].split()[0]) / 1024, 1)
+                    for k in ("VmRSS", "VmHWM")}  # fmt: skip
+    return {}
+
+
 def one_start(root: Path, env: dict[str, str], first_recall: bool) -> dict[str, float]:
     """Seconds from spawning the process to each answer over raw stdio."""
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--root", str(root), "--log-level", "warning"],
+        [sys.executable, *serve_args(root)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
     )  # fmt: skip
     try:
@@ -156,10 +180,10 @@ async def round_trips(client: Any, calls: int) -> dict[str, float]:
 async def stdio_round_trips(root: Path, calls: int) -> dict[str, float]:
     from mcp import Client, StdioServerParameters
 
-    args = ["-c", SERVE, "--root", str(root), "--log-level", "warning"]
-    params = StdioServerParameters(command=sys.executable, args=args, env=server_env())
+    params = StdioServerParameters(command=sys.executable, args=serve_args(root),
+                                   env=server_env())  # fmt: skip
     async with Client(params) as client:
-        return await round_trips(client, calls)
+        return {**await round_trips(client, calls), **server_memory()}
 
 
 def free_port() -> int:
@@ -182,8 +206,7 @@ async def http_round_trips(root: Path, calls: int) -> dict[str, float]:
     from mcp import Client
 
     port = free_port()
-    cmd = [sys.executable, "-c", SERVE, "--root", str(root), "--transport", "http",
-           "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    cmd = [sys.executable, *serve_args(root), "--transport", "http", "--port", str(port)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=server_env())  # fmt: skip
     try:
@@ -201,7 +224,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--drop-caches", action="store_true", help="Also time page-cache-cold starts.")
+    ap.add_argument("--index-dir", type=Path, help="The index, when not in the repository.")
     args = ap.parse_args()
+    if args.index_dir:
+        ARGS.extend(["--index-dir", str(args.index_dir.resolve())])
     with tempfile.TemporaryDirectory(prefix="mcp-latency-") as tmp:
         root = args.root.resolve() if args.root else sample_repo(Path(tmp))
         modes = ["warm", "cold_no_bytecode"] + (["cold_page_cache"] if args.drop_caches else [])

@@ -20,7 +20,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-__all__ = ["Refused", "read_bytes", "read_regular_file"]
+__all__ = ["Refused", "read_bytes", "read_regular_file", "unreadable"]
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _FILE_FLAGS = (
@@ -78,7 +78,7 @@ def read_bytes(root_real: str, path: str, cap: int) -> bytes | Refused:
             return Refused(CHANGED)
         if exc.errno == errno.ENXIO:  # a FIFO without a writer, opened non-blocking
             return Refused(NOT_REGULAR)
-        return Refused(_unreadable(exc))
+        return Refused(unreadable(exc))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return Refused(NOT_REGULAR)
@@ -91,7 +91,7 @@ def read_bytes(root_real: str, path: str, cap: int) -> bytes | Refused:
             left -= len(part)
         return b"".join(parts)
     except OSError as exc:
-        return Refused(_unreadable(exc))
+        return Refused(unreadable(exc))
     finally:
         os.close(fd)
 
@@ -102,13 +102,13 @@ def read_regular_file(path: str, cap: int) -> bytes | Refused:
     try:
         fd = os.open(path, _FILE_FLAGS)
     except OSError as exc:
-        return Refused(_unreadable(exc))
+        return Refused(unreadable(exc))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return Refused(NOT_REGULAR)
         data = os.read(fd, cap + 1)
     except OSError as exc:
-        return Refused(_unreadable(exc))
+        return Refused(unreadable(exc))
     finally:
         os.close(fd)
     if len(data) > cap:
@@ -116,7 +116,8 @@ def read_regular_file(path: str, cap: int) -> bytes | Refused:
     return data
 
 
-def _unreadable(exc: OSError) -> str:
+def unreadable(exc: OSError) -> str:
+    """The skip reason for a file or folder that could not be opened or read."""
     if isinstance(exc, PermissionError):
         return "unreadable: permission denied"
     if isinstance(exc, FileNotFoundError):

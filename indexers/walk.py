@@ -37,7 +37,7 @@ from indexers.ignore import (
     utf8_name,
 )
 from indexers.languages import detect_language, shebang_language
-from indexers.read import Refused, read_bytes
+from indexers.read import Refused, read_bytes, unreadable
 from memserver.core.errors import PathError
 from memserver.core.types import PathSet, Skip, SourceFile, WalkOptions, WalkResult
 
@@ -174,7 +174,7 @@ class _Walker:
         except OSError as exc:
             if not folder.rel:
                 raise _unreadable_root(self.root_abs, exc) from exc
-            self.skipped[folder.rel] = _unreadable(exc)
+            self.skipped[folder.rel] = unreadable(exc)
             return []
         names = {entry.name for entry in entries}
         if folder.rel:
@@ -236,7 +236,7 @@ class _Walker:
         try:
             identity = _identity(entry.stat(follow_symlinks=False))
         except OSError as exc:
-            self.skipped[rel + "/"] = _unreadable(exc)
+            self.skipped[rel + "/"] = unreadable(exc)
             return None
         if identity in folder.ancestors:  # a bind mount of a folder above: never loop
             self.skipped[rel + "/"] = SYMLINK_LOOP
@@ -283,7 +283,7 @@ class _Walker:
         try:
             info = entry.stat()
         except OSError as exc:
-            return _link_error(exc) if is_link else _unreadable(exc)
+            return _link_error(exc) if is_link else unreadable(exc)
         if is_link:
             target = self._inside(entry.path)
             if target is None:
@@ -388,20 +388,12 @@ def _too_large(cap: int) -> str:
     return f"larger than {cap} bytes (raise index.max_file_bytes)"
 
 
-def _unreadable(exc: OSError) -> str:
-    if isinstance(exc, PermissionError):
-        return "unreadable: permission denied"
-    if isinstance(exc, FileNotFoundError):
-        return "unreadable: no longer exists"
-    return f"unreadable: {(exc.strerror or type(exc).__name__).lower()}"
-
-
 def _link_error(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return BROKEN_SYMLINK
     if exc.errno == errno.ELOOP:
         return SYMLINK_LOOP
-    return _unreadable(exc)
+    return unreadable(exc)
 
 
 def _unreadable_root(root: str, exc: OSError) -> PathError:

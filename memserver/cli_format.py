@@ -101,7 +101,13 @@ def print_index_report(r: IndexReport) -> None:
         f"  chunks: +{r.chunks_added} −{r.chunks_removed} = {r.chunks_total} current, "
         f"{r.tokens:,} tokens in new/changed files"
     )
-    emb = f"{r.chunks_embedded} embedded with {r.embedder}" if r.embedder != "none" else "BM25 only"
+    emb = (
+        f"{r.chunks_embedded} chunks and {r.memories_embedded} memories embedded with "
+        f"{r.embedder} ({r.texts_embedded} texts through the model, "
+        f"{r.chunks_reused + r.memories_reused} vectors reused)"
+        if r.embedder != "none"
+        else "BM25 only"
+    )
     out.print(
         f"  vectors: {emb}"
         + (

@@ -32,6 +32,7 @@ class IndexSettings:
     batch_files: int = 200
     embed_batch_chunks: int = 256
     graph_workers: int = 1  # processes tagging for the code graph beside the chunker
+    memory_vectors: str = "own"  # "own", "chunk" or "none" (see configs/default.toml)
 
     def walk_options(self) -> WalkOptions:
         return WalkOptions(

@@ -281,6 +281,7 @@ class Engine:
             keep_versions=timedelta(minutes=self.settings.watch.keep_versions_minutes),
             root=self.root, max_file_bytes=self.settings.index.max_file_bytes,
             tagger=Tagger(self.settings.chunking, workers=self.settings.index.graph_workers),
+            memory_vectors=self.settings.index.memory_vectors,
         )  # fmt: skip
 
     def recaller(self, *, rerank: bool = True, store: IndexStore | None = None) -> Recaller:
@@ -436,6 +437,7 @@ class Engine:
 
     def doctor(self, *, repair: bool = False) -> DoctorReport:
         """Check the index (and with `repair` fix what can be fixed)."""
+        from memserver.ingest.pipeline import keyword_only
         from memserver.memory.atomic import makes_statements
         from memserver.store.doctor import Doctor
 
@@ -444,6 +446,7 @@ class Engine:
             self.index_dir, name, dim, lock_timeout=self.lock_timeout,
             configured=embedder_identity(self.configured_embedding),
             expects_memories=makes_statements,
+            keyword_only=keyword_only(self.settings.index.memory_vectors),
         )  # fmt: skip
         report = doctor.run(repair=repair)
         report.checks.append(self.model_check())

@@ -179,18 +179,26 @@ def check_path_filter(pattern: str) -> str:
         raise BadRequest(
             "a path filter is empty", hint="drop it, or give a glob such as 'src/**/*.py'"
         )
+    _inside_root(
+        pattern, body, "path filter", "filters",
+        absolute="write it relative to the root, e.g. 'src/**/*.py' instead of "
+        "'/repo/src/**/*.py'",
+        outside="only files inside the indexed project can be searched; use a glob below "
+        "the root, e.g. 'lib/**'",
+    )  # fmt: skip
+    return pattern
+
+
+def _inside_root(pattern: str, body: str, noun: str, plural: str, *, absolute: str,
+                 outside: str) -> None:  # fmt: skip
+    """Refuse an absolute pattern or one that climbs out with `..` (hints: the fixes)."""
     if body.startswith(("/", "\\", "~")) or _DRIVE.match(body):
         raise BadRequest(
-            f"path filter {pattern!r} is absolute; filters are relative to the project root",
-            hint="write it relative to the root, e.g. 'src/**/*.py' instead of '/repo/src/**/*.py'",
+            f"{noun} {pattern!r} is absolute; {plural} are relative to the project root",
+            hint=absolute,
         )
     if ".." in re.split(r"[/\\]", body):
-        raise BadRequest(
-            f"path filter {pattern!r} leaves the project root ('..')",
-            hint="only files inside the indexed project can be searched; "
-            "use a glob below the root, e.g. 'lib/**'",
-        )
-    return pattern
+        raise BadRequest(f"{noun} {pattern!r} leaves the project root ('..')", hint=outside)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -214,16 +222,9 @@ def check_forget_path(pattern: str) -> str:
             hint="name the files to forget, e.g. 'private/' or 'src/**/*.pem'; to index a "
             "gitignored folder, change the ignore file instead",
         )
-    if body.startswith(("/", "\\", "~")) or _DRIVE.match(body):
-        raise BadRequest(
-            f"path {pattern!r} is absolute; paths are relative to the project root",
-            hint="write it relative to the root, e.g. 'src/secret.py'",
-        )
-    if ".." in re.split(r"[/\\]", body):
-        raise BadRequest(
-            f"path {pattern!r} leaves the project root ('..')",
-            hint="only files inside the indexed project can be forgotten",
-        )
+    _inside_root(pattern, body, "path", "paths",
+                 absolute="write it relative to the root, e.g. 'src/secret.py'",
+                 outside="only files inside the indexed project can be forgotten")  # fmt: skip
     return body.strip("/")
 
 

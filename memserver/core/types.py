@@ -262,6 +262,11 @@ class IndexReport:
     chunks_unembedded: int = 0
     memories_added: int = 0
     memories_embedded: int = 0
+    # of those embedded: vectors copied from a row with the same text (or the chunk's own,
+    # for memories that share it), and the distinct texts the model actually embedded
+    chunks_reused: int = 0
+    memories_reused: int = 0
+    texts_embedded: int = 0
     tokens: int = 0
     seconds: float = 0.0
     seconds_to_search: float = 0.0  # until BM25 could answer
@@ -297,6 +302,9 @@ class IndexReport:
             "chunks_unembedded": self.chunks_unembedded,
             "memories_added": self.memories_added,
             "memories_embedded": self.memories_embedded,
+            "chunks_reused": self.chunks_reused,
+            "memories_reused": self.memories_reused,
+            "texts_embedded": self.texts_embedded,
             "tokens": self.tokens,
             "seconds": round(self.seconds, 3),
             "seconds_to_search": round(self.seconds_to_search, 3),

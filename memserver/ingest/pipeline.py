@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from indexers.walk import read_source
-from memserver.core.errors import ModelUnavailable
+from memserver.core.errors import ConfigError, ModelUnavailable
 from memserver.core.graph import file_version
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
@@ -26,22 +26,31 @@ from memserver.core.types import (
     ChunkOptions,
     FileRecord,
     IndexReport,
+    Memory,
     PathSet,
     SourceFile,
 )
 from memserver.core.writes import FileChanges, FileGraph, Place, file_documents
+from memserver.ingest.distill import NAME as HEURISTIC
 from memserver.ingest.memories import MemoryPlanner
 from memserver.ingest.tagging import Tagger
 from memserver.store.index import IndexStore
-from memserver.text.passages import embed_text
+from memserver.text.passages import chunk_vector_key, embed_text, vector_key
 from memserver.text.secrets import mask_code, masked_counts
 
 _STEP = 16  # chunks embedded between two looks at a stop condition
+# Characters embedded in one call: about a second of model work on one core (~3 characters
+# a token, ~2,000 tokens/s), so the progress bar moves at least once a second.
+_STEP_CHARS = 6_000
 # Storing a batch's vectors (a merge on id) costs a scan of the whole table: 2.4-3 s at
 # 350k chunks whether the batch holds 256 rows or 4,096. After a first full batch, the
 # batch grows to the rows left / _STORES (up to _MAX_BATCH), so a large index is stored
 # in a few dozen merges instead of thousands.
 _STORES = 32
+# memories derived from their chunk's own text, without a model: the ones that
+# `memory_vectors` = "chunk" or "none" leave without a vector of their own
+_DERIVED = (HEURISTIC,)
+MEMORY_VECTORS = ("own", "chunk", "none")
 _MAX_BATCH = 32_768
 
 
@@ -111,11 +120,22 @@ class Indexer:
         keep_versions: timedelta | None = None,
         root: Path | None = None,
         max_file_bytes: int = 1_000_000,
+        memory_vectors: str = "own",
         tagger: Tagger | None = None,
     ) -> None:
         self.store = store
         # the code graph's tags (in a worker process on a large run)
         self.tagger = tagger or Tagger(ChunkOptions(), workers=0)
+        # how memories derived from a chunk's own text are embedded: "own" (their text),
+        # "chunk" (they share the chunk's vector), "none" (searched by keyword only)
+        if memory_vectors not in MEMORY_VECTORS:
+            raise ConfigError(
+                f"setting index.memory_vectors = {memory_vectors!r} is not one of "
+                + ", ".join(MEMORY_VECTORS),
+                hint="fix the value in your config file or MEMSERVER_INDEX_MEMORY_VECTORS",
+            )
+        self.memory_vectors = memory_vectors
+        self.keyword_only = keyword_only(memory_vectors)
         # what the read of each file is checked against (the walk's rules, again)
         self.root_real = os.path.realpath(root if root is not None else store.meta.root or ".")
         self.max_file_bytes = max_file_bytes
@@ -314,11 +334,13 @@ class Indexer:
             report.chunks_unembedded = 0
             return True
         started = time.monotonic()
-        if self.counting:  # only a progress bar needs the total
-            self.progress.start("embedding", chunks.count_unembedded() + mem.count_unembedded())
-        try:
+        try:  # a bar each: its total is what the summary counts as embedded
+            self._phase("chunks", chunks.count_unembedded)
             chunks_done = self._embed_chunks(report, stop)
-            done = chunks_done and not (stop and stop()) and self._embed_memories(report, stop)
+            done = chunks_done and not (stop and stop())
+            if done:
+                self._phase("memories", lambda: mem.count_unembedded(self.keyword_only))
+                done = self._embed_memories(report, stop)
         except ModelUnavailable as exc:  # searchable by keyword; vectors wait for the model
             self.progress.finish()
             report.vectors_pending = f"{exc.message}; fix: {exc.hint}"
@@ -330,13 +352,25 @@ class Indexer:
         report.chunks_unembedded = 0 if chunks_done else chunks.count_unembedded()
         return done
 
+    def _phase(self, what: str, count: Callable[[], int]) -> None:
+        if self.counting:  # only a progress bar needs the total
+            self.progress.start(what, count())
+
     def _embed_chunks(self, report: IndexReport, stop: Callable[[], bool] | None) -> bool:
-        chunks, size = self.store.chunks, self.embed_batch
+        chunks, size, model = self.store.chunks, self.embed_batch, self.store.meta.embedder
         while batch := chunks.unembedded(size):
-            vectors = self._embed([embed_text(c) for c in batch], stop)
-            self.store.store_vectors(chunks={c.id: v for c, v in zip(batch, vectors, strict=False)})
-            report.chunks_embedded += len(vectors)
-            if len(vectors) < len(batch):  # stopped midway
+            keys = {c.id: chunk_vector_key(model, c) for c in batch}
+            reused = self.store.reuse_vectors(chunks=keys)
+            self.progress.advance(len(reused))
+            todo = [c for c in batch if c.id not in reused]
+            texts = [embed_text(c) for c in todo]
+            got = self._embed_once(texts, stop)
+            done = {todo[i].id: v for i, v in got.items()}
+            self.store.store_vectors(chunks=done, keys=keys)
+            report.chunks_embedded += len(done) + len(reused)
+            report.chunks_reused += len(reused)
+            report.texts_embedded += len({texts[i] for i in got})
+            if len(got) < len(todo):  # stopped midway
                 return False
             if len(batch) < size:  # that was the last of them
                 return True
@@ -345,38 +379,75 @@ class Indexer:
             size = _grown(size, chunks.count_unembedded)
         return True
 
+    def _memory_vectors(self, memos: Sequence[Memory]) -> dict[str, list[float]]:
+        """Memories that share their chunk's vector (`memory_vectors = "chunk"`): those."""
+        if self.memory_vectors != "chunk":
+            return {}
+        derived = {m.id: m.source_ids[0] for m in memos if m.distiller in _DERIVED}
+        of_chunk = self.store.chunks.vectors_of(sorted(set(derived.values())))
+        return {mid: of_chunk[c] for mid, c in derived.items() if c in of_chunk}
+
     def _embed_memories(self, report: IndexReport, stop: Callable[[], bool] | None) -> bool:
-        mem, size = self.store.memories, self.embed_batch * 4
-        while memos := mem.unembedded(size):
-            vectors = self._embed([m.text for m in memos], stop, step=4 * _STEP)
-            self.store.store_vectors(
-                memories={m.id: v for m, v in zip(memos, vectors, strict=False)}
-            )
-            report.memories_embedded += len(vectors)
-            if len(vectors) < len(memos):
+        mem, size, model = self.store.memories, self.embed_batch * 4, self.store.meta.embedder
+        while memos := mem.unembedded(size, self.keyword_only):
+            shared = self._memory_vectors(memos)
+            self.store.store_vectors(memories=shared)
+            keys = {m.id: vector_key(model, m.text) for m in memos if m.id not in shared}
+            reused = self.store.reuse_vectors(memories=keys)
+            self.progress.advance(len(shared) + len(reused))
+            todo = [m for m in memos if m.id in keys and m.id not in reused]
+            texts = [m.text for m in todo]
+            got = self._embed_once(texts, stop, step=4 * _STEP)
+            done = {todo[i].id: v for i, v in got.items()}
+            self.store.store_vectors(memories=done, keys=keys)
+            report.memories_embedded += len(done) + len(reused) + len(shared)
+            report.memories_reused += len(reused) + len(shared)
+            report.texts_embedded += len({texts[i] for i in got})
+            if len(got) < len(todo):
                 return False
             if len(memos) < size:
                 return True
             if stop is not None and stop():
                 return False
-            size = _grown(size, mem.count_unembedded)
+            size = _grown(size, lambda: mem.count_unembedded(self.keyword_only))
         return True
+
+    def _embed_once(
+        self, texts: list[str], stop: Callable[[], bool] | None, step: int = _STEP
+    ) -> dict[int, list[float]]:
+        """`_embed`, each distinct text once (a batch may hold the same text twice)."""
+        first: dict[str, int] = {}
+        for i, t in enumerate(texts):
+            first.setdefault(t, i)
+        if len(first) == len(texts):
+            return self._embed(texts, stop, step)
+        distinct = list(first)
+        got = self._embed(distinct, stop, step)
+        by_text = {distinct[i]: v for i, v in got.items()}
+        out = {i: by_text[t] for i, t in enumerate(texts) if t in by_text}
+        self.progress.advance(len(out) - len(got))
+        return out
 
     def _embed(
         self, texts: list[str], stop: Callable[[], bool] | None, step: int = _STEP
-    ) -> list[list[float]]:
-        """Vectors of `texts`; with `stop`, `step` texts at a time, and only those embedded
-        before it said stop (the caller stores what it got: the work is kept)."""
+    ) -> dict[int, list[float]]:
+        """Position → vector of `texts`, in steps of about a second of model work (progress
+        moves at least that often). With `stop`, asked after each step of at most `step`
+        texts, in order, only those embedded before it said stop (the caller stores what
+        it got: the work is kept); without, shortest texts first, so a step pads little."""
         assert self.embedder is not None
-        step = step if stop is not None else self.embed_batch
-        vectors: list[list[float]] = []
-        for i in range(0, len(texts), step):
-            done = self.embedder.embed_documents(texts[i : i + step])
-            vectors += done
-            self.progress.advance(len(done))
-            if stop is not None and i + step < len(texts) and stop():
+        order = list(range(len(texts)))
+        if stop is None:
+            order.sort(key=lambda i: len(texts[i]))
+        got: dict[int, list[float]] = {}
+        for part in _steps(order, texts, step if stop is not None else len(texts)):
+            for i, vector in zip(part, self.embedder.embed_documents([texts[i] for i in part]),
+                                 strict=True):  # fmt: skip
+                got[i] = vector
+            self.progress.advance(len(part))
+            if stop is not None and len(got) < len(texts) and stop():
                 break
-        return vectors
+        return got
 
     # -- the whole run ------------------------------------------------------------
 
@@ -430,9 +501,28 @@ def _moved(existing: dict[str, Chunk], stored: dict[str, tuple[bool, Place]]) ->
     }
 
 
+def keyword_only(memory_vectors: str) -> tuple[str, ...]:
+    """The distillers whose memories get no vector under `memory_vectors`."""
+    return _DERIVED if memory_vectors == "none" else ()
+
+
+def _steps(order: list[int], texts: Sequence[str], most: int) -> Iterator[list[int]]:
+    """`order` cut into steps of at most `most` texts and about `_STEP_CHARS` characters."""
+    part: list[int] = []
+    chars = 0
+    for i in order:
+        part.append(i)
+        chars += len(texts[i])
+        if len(part) >= most or chars >= _STEP_CHARS:
+            yield part
+            part, chars = [], 0
+    if part:
+        yield part
+
+
 def _batched(items: Sequence[_FilePlan], size: int) -> Iterator[Sequence[_FilePlan]]:
     for i in range(0, len(items), max(1, size)):
         yield items[i : i + size]
 
 
-__all__ = ["Indexer", "to_chunks"]
+__all__ = ["MEMORY_VECTORS", "Indexer", "keyword_only", "to_chunks"]

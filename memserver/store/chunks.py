@@ -14,11 +14,12 @@ import pyarrow as pa
 from memserver.core.types import Chunk
 from memserver.store import lancedb as ldb
 from memserver.store.lancedb import ADDRESS, Table, in_list, lance_errors, sql_quote
-from memserver.store.schema import chunk_schema, scope_pairs, scope_row
+from memserver.store.schema import VECTOR_KEY, chunk_schema, scope_pairs, scope_row
 
 __all__ = ["CHUNK_COLUMNS", "ChunkRows", "Place", "chunk_from_row"]
 
-CHUNK_COLUMNS = [f.name for f in chunk_schema(0)]
+# the columns a chunk is read from (an index written before `vector_key` lacks that one)
+CHUNK_COLUMNS = [f.name for f in chunk_schema(0) if f.name != VECTOR_KEY]
 _PLACE = ["start_line", "end_line", "symbol", "header"]  # where a chunk sits in its file
 Place = tuple[int, int, str, str]
 _CURRENT = "valid_to IS NULL"
@@ -163,6 +164,14 @@ class ChunkRows:
             return None
         return [found[i] for i in ids]
 
+    def vectors_of(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """id → vector of the embedded chunks among `ids`."""
+        if not ids or not self.dim:
+            return {}
+        with lance_errors("read chunk vectors"):
+            t = ldb.scan(self.table, "embedded = true", ["id", "vector"], ids)
+        return dict(zip(t.column("id").to_pylist(), t.column("vector").to_pylist(), strict=True))
+
     # -- writes (through IndexStore) ----------------------------------------------------
 
     def insert(
@@ -206,14 +215,22 @@ class ChunkRows:
         with lance_errors(f"move {len(spans)} chunks"):
             ldb.update_columns(self.table, columns)
 
-    def set_vectors(self, vectors: Mapping[str, Sequence[float]]) -> None:
-        """Store vectors and mark the chunks embedded."""
+    def set_vectors(
+        self, vectors: Mapping[str, Sequence[float]], keys: Mapping[str, str] | None = None
+    ) -> None:
+        """Store vectors and mark the chunks embedded; `keys`: what each vector is reused
+        under (see `vectors_by_key`)."""
         if not vectors:
             return
-        columns: dict[str, list[Any]] = {"id": list(vectors), "vector": list(vectors.values()),
-                                         "embedded": [True] * len(vectors)}  # fmt: skip
         with lance_errors(f"store {len(vectors)} vectors"):
-            ldb.update_columns(self.table, columns)
+            ldb.update_columns(self.table, ldb.vector_columns(vectors, keys))
+
+    def vectors_by_key(self, keys: Sequence[str]) -> dict[str, list[float]]:
+        """Vector key → a stored vector under it, from any row, current or closed: what a
+        chunk that comes back under another id (a moved file, a tree seen before) reuses.
+        An erased row has no key, so its vector is never handed on."""
+        with lance_errors("read stored vectors"):
+            return ldb.vectors_by_key(self.table, keys)
 
     def erase(self, ids: Sequence[str]) -> None:
         """Blank the text, names, tags and vector of chunks (forget with erasure)."""
@@ -223,7 +240,7 @@ class ChunkRows:
             found = ldb.take(self.table, ids).to_pylist()
             for row in found:
                 row.update(text="", header="", symbol="", content_hash="", embedded=False,
-                           tags=[], speaker="")  # fmt: skip
+                           tags=[], speaker="", vector_key=None)  # fmt: skip
                 if self.dim:
                     row["vector"] = [0.0] * self.dim
             ldb.replace_rows(self.table, found)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,10 +106,12 @@ class Doctor:
         self, index_dir: Path, embedder: str, dim: int, *, lock_timeout: float = 10.0,
         configured: tuple[str, int] | None = None,
         expects_memories: Callable[[str], bool] | None = None,
+        keyword_only: Sequence[str] = (),
     ) -> None:  # fmt: skip
         """`embedder`/`dim`: what this run uses; `configured`: what the settings name, which
         an existing index overrides (noted when they differ); `expects_memories`: whether a
         note's text makes statements (the memory service's atomiser), for the notes check."""
+        self.keyword_only = keyword_only  # distillers whose memories get no vector
         self.dir = index_dir
         self.expects_memories = expects_memories
         self.embedder = embedder
@@ -336,7 +338,8 @@ class Doctor:
     def _pending(self, store: IndexStore, meta: IndexMeta, requeued: int, lost: bool) -> None:
         parts = []
         if meta.dim:
-            chunks, memories = store.chunks.count_unembedded(), store.memories.count_unembedded()
+            chunks = store.chunks.count_unembedded()
+            memories = store.memories.count_unembedded(self.keyword_only)
             if chunks or memories:
                 parts.append(f"{chunks} chunks and {memories} memories wait for vectors")
         if requeued:

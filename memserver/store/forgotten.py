@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -48,14 +49,21 @@ def load_rules(index_dir: Path) -> tuple[ForgetRule, ...]:
 
 
 def _legacy(index_dir: Path) -> tuple[ForgetRule, ...]:
-    """The lines of an older index's forgotten.txt that are one plain path or glob."""
+    """The lines of an older index's forgotten.txt that are one plain path or glob. A line
+    of wildcards alone (`*`, `**/*`) is dropped: no forget of a real path wrote one, and the
+    old line-injection bug did (a path `x\n*` forgot every file)."""
     try:
         lines = (index_dir / _LEGACY).read_text(encoding="utf-8").splitlines()
     except OSError:
         return ()
     keep = [ln.strip().lstrip("/") for ln in lines
             if ln.strip() and not ln.startswith(("#", "!")) and "\\" not in ln]  # fmt: skip
-    return tuple(ForgetRule(p, is_glob(p)) for p in keep if p and ".." not in p.split("/"))
+    return tuple(ForgetRule(p, is_glob(p)) for p in keep
+                 if p and ".." not in p.split("/") and not _ANYTHING.fullmatch(p)
+                 and p.isprintable())  # fmt: skip
+
+
+_ANYTHING = re.compile(r"[*?/]+")
 
 
 def add_rules(index_dir: Path, rules: Sequence[ForgetRule]) -> list[ForgetRule]:

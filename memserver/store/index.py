@@ -252,13 +252,32 @@ class IndexStore:
         self.graph.set_current(back, current=True)
         return sorted(v for v, row in stored.items() if row.current and v not in wanted)
 
-    def store_vectors(self, chunks: Vectors | None = None, memories: Vectors | None = None
-                      ) -> None:  # fmt: skip
-        """Vectors of rows already stored (the resumable embedding phase)."""
+    def store_vectors(
+        self, chunks: Vectors | None = None, memories: Vectors | None = None, *,
+        keys: Mapping[str, str] | None = None,
+    ) -> None:  # fmt: skip
+        """Vectors of rows already stored (the resumable embedding phase); `keys`: row id →
+        the key each vector is found under again (`reuse_vectors`)."""
         if chunks:
-            self.chunks.set_vectors(chunks)
+            self.chunks.set_vectors(chunks, keys)
         if memories:
-            self.memories.set_vectors(memories)
+            self.memories.set_vectors(memories, keys)
+
+    def reuse_vectors(self, chunks: Mapping[str, str] | None = None,
+                      memories: Mapping[str, str] | None = None) -> set[str]:  # fmt: skip
+        """Rows still to embed (row id → vector key) whose key a row of the same table holds,
+        current or closed, take that row's vector instead of being embedded again: a moved
+        file, a re-cut chunk, a tree seen before. The ids that got one. Erasure blanks a
+        row's key with its vector, so nothing erased is ever handed on."""
+        done: set[str] = set()
+        for rows, wanted in ((self.chunks, chunks), (self.memories, memories)):
+            if not wanted:
+                continue
+            known = rows.vectors_by_key(list(wanted.values()))
+            found = {i: known[k] for i, k in wanted.items() if k in known}
+            rows.set_vectors(found, wanted)
+            done.update(found)
+        return done
 
     def add_notes(self, w: NoteWrite) -> None:
         """Notes with their code blocks and statements, all or nothing: the memories go in

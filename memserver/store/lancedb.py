@@ -226,6 +226,32 @@ def upsert(
     merge.execute(data)
 
 
+def vector_columns(
+    vectors: Mapping[str, Sequence[float]], keys: Mapping[str, str] | None
+) -> dict[str, list[Any]]:
+    """The columns `update_columns` sets to store vectors: embedded, and their keys."""
+    columns: dict[str, list[Any]] = {"id": list(vectors), "vector": list(vectors.values()),
+                                     "embedded": [True] * len(vectors)}  # fmt: skip
+    if keys is not None:
+        columns["vector_key"] = [keys.get(i) for i in vectors]
+    return columns
+
+
+def vectors_by_key(table: Table, keys: Sequence[str]) -> dict[str, list[float]]:
+    """Key → vector of embedded rows whose `vector_key` is one of `keys` (a table written
+    before that column existed has none to give)."""
+    if not keys or "vector_key" not in table.schema.names:
+        return {}
+    found: dict[str, list[float]] = {}
+    for batch in batches(sorted(set(keys))):
+        t = (table.search().where(f"embedded = true AND {in_list('vector_key', batch)}")
+             .select(["vector_key", "vector"]).limit(None).to_arrow())  # fmt: skip
+        for key, vector in zip(t.column("vector_key").to_pylist(),
+                               t.column("vector").to_pylist(), strict=True):  # fmt: skip
+            found.setdefault(key, vector)
+    return found
+
+
 def merge_on(table: Table, key: str, rows_: list[dict[str, Any]]) -> None:
     """Insert or wholly replace rows by `key`."""
     data = pa.Table.from_pylist(rows_, schema=table.schema)

@@ -39,6 +39,11 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
     )  # fmt: skip
 
 
+def _unembedded(keyword_only: Sequence[str]) -> str:
+    where = f"embedded = false AND status = '{ACTIVE}'"
+    return where + (f" AND NOT {in_list('distiller', keyword_only)}" if keyword_only else "")
+
+
 def _any_of(values: Sequence[str]) -> str:
     return f"array_has_any(source_ids, [{', '.join(sql_quote(c) for c in values)}])"
 
@@ -142,18 +147,19 @@ class MemoryRows:
             found = ldb.take(self.table, ids, _COLUMNS).to_pylist()
         return {r["id"]: memory_from_row(r) for r in found}
 
-    def unembedded(self, limit: int) -> list[Memory]:
+    def unembedded(self, limit: int, keyword_only: Sequence[str] = ()) -> list[Memory]:
+        """Active memories that lack a vector, but those of the `keyword_only` distillers
+        (searched by keyword alone)."""
         with lance_errors("read memories to embed"):
-            found = ldb.rows(self.table, f"embedded = false AND status = '{ACTIVE}'", _COLUMNS,
-                             limit)  # fmt: skip
+            found = ldb.rows(self.table, _unembedded(keyword_only), _COLUMNS, limit)
         return [memory_from_row(r) for r in found]
 
     def _count(self, where: str | None) -> int:
         with lance_errors("count the memories"):
             return ldb.count(self.table, where)
 
-    def count_unembedded(self) -> int:
-        return self._count(f"embedded = false AND status = '{ACTIVE}'")
+    def count_unembedded(self, keyword_only: Sequence[str] = ()) -> int:
+        return self._count(_unembedded(keyword_only))
 
     def count_active(self) -> int:
         return self._count(f"status = '{ACTIVE}'")
@@ -260,13 +266,18 @@ class MemoryRows:
         (a forgotten or superseded memory keeps its status when its chunk moves)."""
         self.set_status(chunk_ids, status, column="origin_chunk", was=was)
 
-    def set_vectors(self, vectors: Mapping[str, Sequence[float]]) -> None:
+    def set_vectors(
+        self, vectors: Mapping[str, Sequence[float]], keys: Mapping[str, str] | None = None
+    ) -> None:
         if not vectors:
             return
-        columns: dict[str, list[Any]] = {"id": list(vectors), "vector": list(vectors.values()),
-                                         "embedded": [True] * len(vectors)}  # fmt: skip
         with lance_errors(f"store {len(vectors)} vectors"):
-            ldb.update_columns(self.table, columns)
+            ldb.update_columns(self.table, ldb.vector_columns(vectors, keys))
+
+    def vectors_by_key(self, keys: Sequence[str]) -> dict[str, list[float]]:
+        """As `ChunkRows.vectors_by_key`, over memories (any status)."""
+        with lance_errors("read stored vectors"):
+            return ldb.vectors_by_key(self.table, keys)
 
     def supersede(self, by: Mapping[str, str], *, close: bool) -> None:
         """Mark memories superseded by others (id → superseding id); `close` also ends their
@@ -306,7 +317,7 @@ class MemoryRows:
         with lance_errors("erase memories"):
             found = ldb.take(self.table, ids).to_pylist()
             for row in found:
-                row.update(text="", key="", entities=[], embedded=False)
+                row.update(text="", key="", entities=[], embedded=False, vector_key=None)
                 if self.dim:
                     row["vector"] = [0.0] * self.dim
             ldb.replace_rows(self.table, found)

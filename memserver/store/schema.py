@@ -28,6 +28,9 @@ _TS = pa.timestamp("us", tz="UTC")
 _MASKED = pa.list_(pa.struct([pa.field("kind", pa.string()), pa.field("count", pa.int32())]))
 
 
+VECTOR_KEY = "vector_key"
+
+
 def chunk_schema(dim: int) -> pa.Schema:
     """`chunks`: the detailed view. Without an embedder (dim 0) there is no vector column."""
     fields = [
@@ -54,6 +57,8 @@ def chunk_schema(dim: int) -> pa.Schema:
         pa.field("tags", pa.list_(pa.string())),
         pa.field("speaker", pa.string()),  # who said a conversation turn ("" otherwise)
         pa.field("turn", pa.int32()),  # a turn's number in its conversation (-1 otherwise)
+        # the model and text its vector came from (text.passages.vector_key), set with it
+        pa.field(VECTOR_KEY, pa.string()),
     ]
     if dim:
         fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))
@@ -79,6 +84,7 @@ def memory_schema(dim: int) -> pa.Schema:
         pa.field("valid_from", _TS),
         pa.field("valid_to", _TS),
         pa.field("scope", _SCOPE),
+        pa.field(VECTOR_KEY, pa.string()),  # as in `chunks`
     ]
     if dim:
         fields.append(pa.field("vector", pa.list_(pa.float32(), dim)))

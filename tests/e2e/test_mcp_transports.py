@@ -127,16 +127,23 @@ class WebServer:
         self.url = f"http://127.0.0.1:{self.port}{path}"
 
     def wait_listening(self) -> str:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited: {self.log.read_text()[-2000:]}")
-            with socket.socket() as s:
-                s.settimeout(0.2)
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return self.url
-            time.sleep(0.05)  # poll interval (connect fails at once); the deadline bounds it
-        raise AssertionError(f"{self.transport} server did not listen within {WAIT}s")
+        wait_listening(self.proc, self.log, "127.0.0.1", self.port)
+        return self.url
+
+
+def wait_listening(proc: subprocess.Popen[bytes], log: Path, host: str, port: int) -> None:
+    """Until the server accepts a connection on host:port (it fails if the server exits or
+    stays silent for WAIT seconds)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited: {log.read_text()[-2000:]}")
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.05)  # poll interval (connect fails at once); the deadline bounds it
+    raise AssertionError(f"the server on {host}:{port} did not listen within {WAIT}s")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,15 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.test_mcp_transports import INIT, QUERY, WAIT, serve_args, server_env, stop
+from tests.e2e.test_mcp_transports import (
+    INIT,
+    QUERY,
+    WAIT,
+    serve_args,
+    server_env,
+    stop,
+    wait_listening,
+)
 from tests.server.httpkit import dribble_until_closed, free_port, local_address
 
 ALICE = "alice-" + "a" * 40
@@ -45,16 +52,7 @@ class WildcardServer:
         self.url = f"http://{self.address}:{self.port}/mcp"
 
     def wait_listening(self) -> None:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited: {self.log.read_text()[-2000:]}")
-            with socket.socket() as s:
-                s.settimeout(0.2)
-                if s.connect_ex((self.address, self.port)) == 0:
-                    return
-            time.sleep(0.05)  # poll interval (connect fails at once); the deadline bounds it
-        raise AssertionError(f"the server did not listen within {WAIT}s")
+        wait_listening(self.proc, self.log, self.address, self.port)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import pytest
 
 from memserver.store.browse import EventQuery
 from tests.e2e.browserkit import free_port
+from tests.e2e.test_mcp_transports import stop
 from tests.ui.reviewkit import ERASE_TEXT, Scenario, build
 
 START_TIMEOUT = 60.0
@@ -54,12 +55,7 @@ def served(tmp_path: Path, chromium_path: Path) -> Iterator[tuple[Scenario, str]
         _wait_until_up(url + "/", proc, log)
         yield scenario, url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, terminate=True)
 
 
 def _engine(scenario: Scenario):  # type: ignore[no-untyped-def]

@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memserver.store.browse import EventQuery
 from tests.e2e.browserkit import free_port
+from tests.e2e.test_mcp_transports import stop
 from tests.ui.reviewkit import Scenario, build
 
 TOKEN = "ui-route-token-" + "0123456789" * 3
@@ -46,15 +47,6 @@ def _start(scenario: Scenario, port: int, log: Path, *args: str,
            *args]  # fmt: skip
     with log.open("wb") as err:
         return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _wait_for(url: str, proc: subprocess.Popen[bytes], log: Path,
@@ -82,7 +74,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Scenario, str]]:
         assert first.status_code == 200, first.text
         yield scenario, url
     finally:
-        _stop(proc)
+        stop(proc, terminate=True)
     assert "/ui/" in log.read_text()  # the start-up log names the page's address
 
 
@@ -162,7 +154,7 @@ def test_scoped_tokens_turn_the_page_off_and_say_why(tmp_path: Path) -> None:
         assert r.status_code == 404 and "pinned to scopes" in r.text
         assert "memserver ui" in r.text
     finally:
-        _stop(proc)
+        stop(proc, terminate=True)
 
 
 def test_a_person_uses_the_page_under_serve_in_chromium(served, browser_page,

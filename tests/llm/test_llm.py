@@ -436,6 +436,44 @@ def test_indexing_with_the_llm_distiller_stores_its_memories(
     assert all(len(m.source_ids) == 1 and m.source_ids[0] in asked for m in memories.values())
 
 
+def test_the_llm_distiller_is_only_ever_sent_masked_secrets(
+    llm_over, tmp_path: Path, make_engine
+) -> None:
+    """Secret values in indexed files are masked before any request leaves for the model."""
+    import re
+
+    from memserver.core.types import IndexReport
+    from memserver.ingest.distill import HeuristicDistiller
+    from memserver.ingest.pipeline import Indexer
+    from tests.conftest import write_tree
+
+    token = "ghp_" + "Q7dL2xVb9TmK4pWc8RnZ3fHs6YjA1gEu5iOk"
+    password = "s3cr3t-Pa55word"
+    root = write_tree(tmp_path / "repo", {
+        "src/app.py": f'GITHUB = "{token}"\n\n\ndef connect(host):\n'
+                      f'    return open_db(host, password="{password}")\n',
+        "deploy.yaml": f"db:\n  host: db.internal\n  password: {password}\n",
+    })  # fmt: skip
+    sent: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        user = json.dumps(json.loads(request.content)["messages"], ensure_ascii=False)
+        sent.append(user)
+        source = re.search(r"c_[0-9a-f]{32}", user)
+        assert source is not None
+        return ok(good_reply(source.group(0)))
+
+    engine = make_engine(root)
+    distiller = LlmDistiller(llm_over(handler), HeuristicDistiller(), tmp_path / "cache")
+    report = IndexReport(root=str(root), index_dir=str(engine.index_dir))
+    Indexer(engine.writable_store(False), engine.chunker(), engine.embedder,
+            distiller=distiller).run(engine.walk().files, report)  # fmt: skip
+    assert sent, "the distiller was never asked"
+    assert not [body for body in sent if token in body or password in body]
+    assert any("«secret:github-token»" in body for body in sent)
+    assert any("«secret:password»" in body for body in sent)
+
+
 def test_llm_expansions_become_routes_and_failures_fall_back_to_the_table(
     llm_over, sample_repo: Path, make_engine
 ) -> None:

@@ -67,6 +67,14 @@ def test_a_newline_cannot_smuggle_a_rule_that_drops_every_file(repo, make_engine
     assert _indexed(make_engine, root) == {"src/app.py", "sub/line.py", "new/x.py", ".gitignore"}
 
 
+def test_an_older_index_poisoned_by_the_newline_bug_keeps_its_files(repo, make_engine) -> None:
+    root, engine = repo
+    # what the old `forget --path $'nothing_here\n*'` and `--path '!private/'` left behind
+    (engine.index_dir / "forgotten.txt").write_text("nothing_here\n*\n!private/\nsub/line.py\n")
+    assert [r.pattern for r in load_rules(engine.index_dir)] == ["nothing_here", "sub/line.py"]
+    assert _indexed(make_engine, root) == {"src/app.py", "new/x.py", ".gitignore"}
+
+
 def test_a_negation_cannot_pull_gitignored_code_in(repo, make_engine) -> None:
     root, engine = repo
     with pytest.raises(BadRequest, match="negation"):
@@ -125,3 +133,24 @@ def test_the_cli_and_mcp_refuse_the_same_paths(repo) -> None:
         out = CliRunner().invoke(main, ["forget", "--root", str(root), "--path", bad],
                                  env={"MEMSERVER_EMBEDDING_MODEL": "hashing"})  # fmt: skip
         assert out.exit_code == 2, (bad, out.output)
+
+
+@pytest.mark.anyio
+async def test_the_mcp_tool_refuses_the_same_paths_and_records_nothing(repo, make_engine) -> None:
+    import anyio
+    from mcp import Client
+
+    from memserver.server.app import build_server
+
+    root, engine = repo
+    refused = {"nothing_here\n*": "control character", "x\n*": "control character",
+               "!private/": "negation", "/abs/path": "absolute", "../up.py": "leaves the project",
+               "docs/never.md": "matches no indexed file"}  # fmt: skip
+    with anyio.fail_after(60):
+        async with Client(build_server(root, None, embedder_flag="hashing", env={})) as client:
+            for bad, why in refused.items():
+                answer = await client.call_tool("forget", {"paths": [bad], "reason": "x"})
+                text = "\n".join(block.text for block in answer.content)
+                assert answer.is_error and why in text, (bad, text)
+    assert load_rules(engine.index_dir) == ()
+    assert _indexed(make_engine, root) == {"src/app.py", "sub/line.py", "new/x.py", ".gitignore"}

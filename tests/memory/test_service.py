@@ -63,6 +63,7 @@ def test_a_note_about_code_goes_stale_when_that_code_changes(repo) -> None:
     svc = engine.memory_service()
     r = svc.remember(Note("load_settings fills in a 30 second timeout.", paths=("src/config.py",)))
     assert r.cites
+    assert r.to_dict()["cites"] == len(r.cites)  # the caller reads a count, not every chunk id
     recaller = engine.recaller()
     hit = [e for e in recaller.recall("default timeout of load_settings").evidence
            if e.id == r.note_id]  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -169,6 +170,45 @@ def test_pack_is_never_over_budget(indexed, query: str, budget: int, files: int,
     assert len({e.path for e in result.evidence}) <= files and len(result.evidence) <= k
     counter = indexed.tokens
     assert all(counter.count(e.text) == e.tokens for e in result.evidence)
+
+
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(query=_QUERIES, budget=st.integers(LIMITS.budget_min, LIMITS.budget_max),
+       k=st.integers(1, LIMITS.k_max), explain=st.booleans(),
+       form=st.sampled_from(["chunks", "map"]))  # fmt: skip
+def test_every_rendering_of_a_recall_fits_its_budget(
+    indexed, query: str, budget: int, k: int, explain: bool, form: str
+) -> None:
+    """Over the whole budget range, with explain's scores and routes and in the map form,
+    the text and the JSON an agent reads each stay within the budget."""
+    result = indexed.recaller().recall(query, k=k, budget_tokens=budget, max_files=1000,
+                                       explain=explain, format=form)  # fmt: skip
+    read = [render.dumps(render.recall_dict(result, explain)), render.recall_text(result, explain)]
+    assert result.tokens == max(indexed.tokens.count(t) for t in read) <= budget
+
+
+def test_the_cli_prints_each_answer_within_its_budget(sample_repo: Path, make_engine) -> None:
+    """What `memserver recall` prints, as JSON and as text, is what the budget measured."""
+    from click.testing import CliRunner
+
+    from memserver.cli import main
+
+    make_engine(sample_repo).index()
+    count = make_engine(sample_repo).tokens.count
+    truncated = []
+    for query in ("retry", "settings", "parse http response", "routes users"):
+        for budget in (256, 300, 400, 512, 700):
+            args = ["recall", query, "--root", str(sample_repo), "--budget-tokens", str(budget)]
+            printed = {}
+            for form, extra in (("json", ["--json"]), ("text", [])):
+                out = CliRunner().invoke(main, [*args, *extra],
+                                         env={"MEMSERVER_EMBEDDING_MODEL": "hashing"})  # fmt: skip
+                assert out.exit_code == 0, out.output
+                printed[form] = out.stdout
+                assert count(out.stdout) <= budget, (query, budget, form, count(out.stdout))
+            truncated.append(json.loads(printed["json"])["truncated"])
+    assert any(truncated), "no budget was binding: the check would pass on any output"
 
 
 def test_evidence_from_a_file_changed_since_indexing_is_marked_stale(

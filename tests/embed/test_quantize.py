@@ -1,0 +1,107 @@
+"""int8 copies of the embedding model: built from the cached fp32 model, loaded by fastembed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memserver.core.errors import ModelUnavailable
+from memserver.embed import quantize
+from tests.conftest import MODEL_CACHE, requires_model
+
+KEPT = "dyn-matmul-pc-no-ffn-out"
+TEXTS = [
+    "src/config.py\nload_config\ndef load_config(path):\n    with open(path) as fh:\n"
+    "        return json.load(fh)",
+    "command.go\nCommand.Find\nfunc (c *Command) Find(args []string) (*Command, []string, error)",
+    "retry the http request when the server fails, waiting longer each time",
+    "lib/document.js\nDocument.prototype.$set\n" + "this.$__setValue(path, val);\n" * 40,
+]
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def fp32_vectors() -> np.ndarray:
+    from fastembed import TextEmbedding
+
+    model = TextEmbedding(quantize.BASE_MODEL, cache_dir=MODEL_CACHE, threads=1)
+    return np.asarray(list(model.embed(TEXTS)))
+
+
+def embed(model_name: str, cache: Path) -> np.ndarray:
+    model = quantize.load(model_name, threads=1, source_cache=MODEL_CACHE, cache=cache)
+    return np.asarray(list(model.embed(TEXTS)))
+
+
+@requires_model
+@pytest.mark.model
+def test_an_int8_copy_is_built_in_the_hub_layout_and_loads_through_fastembed(
+    tmp_path: Path, fp32_vectors: np.ndarray
+) -> None:
+    cache = tmp_path / "models"
+    before = tree_state(Path(MODEL_CACHE))
+    variant = quantize.VARIANTS[KEPT]
+    vecs = embed(variant.model_name, cache)  # builds on first use, then loads
+    assert tree_state(Path(MODEL_CACHE)) == before  # the fp32 cache is only read
+
+    repo = cache / variant.repo_folder
+    revision = (repo / "refs" / "main").read_text()
+    snap = repo / "snapshots" / revision
+    assert revision == hashlib.sha1((snap / "model.onnx").read_bytes()).hexdigest()
+    assert {p.name for p in snap.iterdir()} == {"model.onnx", "quantization.json", *quantize.COPIED}
+    assert [p.name for p in cache.iterdir()] == [variant.repo_folder]  # no staging left
+    recipe = json.loads((snap / "quantization.json").read_text())
+    assert recipe["variant"]["name"] == KEPT and recipe["bytes"] < 0.8 * 90_359_559
+
+    assert vecs.shape == (len(TEXTS), quantize.DIM)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-3)
+    cos = (vecs * fp32_vectors).sum(axis=1)
+    assert cos.min() > 0.98, cos
+
+    again = quantize.resolve(variant.model_name, MODEL_CACHE, cache)  # reused, not rebuilt
+    assert again is not None and again.snapshot == snap
+
+
+@requires_model
+@pytest.mark.model
+def test_the_fp32_control_copy_embeds_exactly_like_the_builtin_model(
+    tmp_path: Path, fp32_vectors: np.ndarray
+) -> None:
+    """Same graph, same registration path: pooling and normalisation match fastembed's own."""
+    vecs = embed(quantize.VARIANTS["fp32-copy"].model_name, tmp_path / "models")
+    assert (vecs * fp32_vectors).sum(axis=1).min() > 0.99999
+
+
+def test_no_cached_fp32_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailable, match="no cached fp32") as info:
+        quantize.resolve(quantize.NAME_PREFIX + KEPT, tmp_path / "empty", tmp_path / "models")
+    assert "FASTEMBED_CACHE_PATH" in info.value.hint
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+
+
+def test_a_static_variant_is_never_built_without_calibration_texts(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailable, match="calibration"):
+        quantize.resolve(quantize.NAME_PREFIX + "qdq-static", tmp_path, tmp_path / "models")
+
+
+def test_names_select_variants_and_leave_other_models_alone() -> None:
+    assert quantize.resolve("sentence-transformers/all-MiniLM-L6-v2") is None
+    assert quantize.variant_of("BAAI/bge-small-en-v1.5") is None
+    assert quantize.variant_of(quantize.NAME_PREFIX + KEPT) is quantize.VARIANTS[KEPT]
+    with pytest.raises(ModelUnavailable) as info:
+        quantize.variant_of(quantize.NAME_PREFIX + "int4")
+    assert quantize.NAME_PREFIX + KEPT in info.value.hint
+
+
+def test_the_user_cache_is_per_user_and_overridable(tmp_path: Path) -> None:
+    assert quantize.user_cache({quantize.ENV_CACHE: str(tmp_path)}) == tmp_path
+    assert quantize.user_cache({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "memserver/models"
+    default = quantize.user_cache({})  # not the temp dir, which many systems clear on reboot
+    assert default.is_relative_to(Path.home()) and default.parts[-2:] == ("memserver", "models")
