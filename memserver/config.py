@@ -31,6 +31,7 @@ class IndexSettings:
     lock_timeout_seconds: float = 10.0
     batch_files: int = 200
     embed_batch_chunks: int = 256
+    graph_workers: int = 1  # processes tagging for the code graph beside the chunker
     memory_vectors: str = "own"  # "own", "chunk" or "none" (see configs/default.toml)
 
     def walk_options(self) -> WalkOptions:
@@ -66,6 +67,10 @@ class RecallSettings:
     expansion_weight: float = 0.5
     exact_weight: float = 1.0
     memory_weight: float = 0.3
+    graph_weight: float = 1.0  # the code graph's arms (see configs/default.toml)
+    graph_near_weight: float = 0.0
+    graph_near_top: int = 3
+    graph_near_depth: int = 10
     speaker_boost: float = 1.0
     turn_continuations: int = 2
     date_weight: float = 1.0
