@@ -44,13 +44,15 @@ def _without_graph() -> Iterator[None]:
     from memserver.ingest.tagging import Tagger
     from memserver.store.index import IndexStore
 
-    tags, open_graphs = Tagger.tags, IndexStore._open_graphs
+    tags, prepare, open_graphs = Tagger.tags, Tagger.prepare, IndexStore._open_graphs
     Tagger.tags = lambda self, files: iter(())  # type: ignore[method-assign]
+    Tagger.prepare = lambda self: None  # type: ignore[method-assign]
     IndexStore._open_graphs = lambda self, c: []  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Tagger.tags, IndexStore._open_graphs = tags, open_graphs  # type: ignore[method-assign]
+        Tagger.tags, Tagger.prepare = tags, prepare  # type: ignore[method-assign]
+        IndexStore._open_graphs = open_graphs  # type: ignore[method-assign]
 
 
 _VARIANTS = ("without", "worker", "in-process")

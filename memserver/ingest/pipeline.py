@@ -470,11 +470,16 @@ class Indexer:
         `embed_pending`."""
         started = time.monotonic()
         store = self.store
-        if store.dirty if trust_marker else store.needs_reconcile():
-            report.repaired = store.reconcile()
-        with store.writing():
-            plan = self.plan(files, report, only)
-            self.store_chunks(plan, report, partial=only is not None)
+        if only is None:  # a whole run: a worker for the tags starts while files are read
+            self.tagger.prepare()
+        try:
+            if store.dirty if trust_marker else store.needs_reconcile():
+                report.repaired = store.reconcile()
+            with store.writing():
+                plan = self.plan(files, report, only)
+                self.store_chunks(plan, report, partial=only is not None)
+        finally:
+            self.tagger.close()
         report.seconds_to_search = time.monotonic() - started
         if embed:
             self.embed_pending(report, stop_embedding)

@@ -57,17 +57,38 @@ class Tagger:
         # one core is the chunker's: a worker beside it on a machine with a second one
         self.worker = workers > 0 and (os.cpu_count() or 1) > 1
         self.min_files = min_files  # fewer code files than this: tagged here
+        self._ready: _Worker | None = None  # started by `prepare`, not yet fed
+        self._active: _Worker | None = None  # fed: answering a run's files
+
+    def prepare(self) -> None:
+        """Start a worker now, before the run reads its files, so that its start (an
+        interpreter, imports, the tags queries) overlaps the walk; `tags` uses it, or stops
+        it when the run is too small for it."""
+        if self.worker and self._ready is None:
+            self._ready = _Worker.spawn()
+
+    def close(self) -> None:
+        """Stop the workers: one prepared for a run that did not take it, one whose run
+        ended (or failed) before reading all its answers."""
+        for worker in (self._ready, self._active):
+            if worker is not None:
+                worker.stop()
+        self._ready = self._active = None
 
     def tags(self, files: Sequence[Job]) -> Iterator[object]:
         """Each file's tags in row form, in order; made here as they are asked for, or by a
-        worker process started now (its start overlaps this process's chunking)."""
+        worker process (its start overlaps this process's reading and chunking)."""
         code = [f for f in files if f[2] in CODE_LANGUAGES]
         if not self.worker or len(code) < self.min_files:
+            self.close()
             return (_rows(f, self.options) for f in files)
-        return self._from_worker(files, code)
+        worker, self._ready = self._ready or _Worker.spawn(), None
+        if worker is not None:
+            worker.feed(self.options, code)
+            self._active = worker
+        return self._from_worker(files, worker)
 
-    def _from_worker(self, files: Sequence[Job], code: Sequence[Job]) -> Iterator[object]:
-        worker = _Worker.start(self.options, code)
+    def _from_worker(self, files: Sequence[Job], worker: _Worker | None) -> Iterator[object]:
         try:
             for f in files:
                 if f[2] in CODE_LANGUAGES and worker is not None:
@@ -93,17 +114,12 @@ _BOOT = (
 class _Worker:
     """The child process and the thread feeding it the jobs, a chunk per message."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], options: ChunkOptions,
-                 jobs: Sequence[Job]) -> None:  # fmt: skip
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self.held: list[object] = []
-        self.feeder = threading.Thread(
-            target=self._feed, args=(options, jobs), name="memserver-tag-feeder", daemon=True
-        )
-        self.feeder.start()
 
     @classmethod
-    def start(cls, options: ChunkOptions, jobs: Sequence[Job]) -> _Worker | None:
+    def spawn(cls) -> _Worker | None:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path)],
@@ -111,7 +127,13 @@ class _Worker:
             )  # fmt: skip
         except OSError:
             return None
-        return cls(proc, options, jobs)
+        return cls(proc)
+
+    def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
+        """Send the jobs, from a thread (the pipe fills while this process reads answers)."""
+        threading.Thread(
+            target=self._feed, args=(options, jobs), name="memserver-tag-feeder", daemon=True
+        ).start()
 
     def _feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
         pipe = self.proc.stdin
@@ -137,8 +159,10 @@ class _Worker:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        for pipe in (self.proc.stdin, self.proc.stdout):  # a feeder still writing: it stops
+            if pipe is not None and not pipe.closed:
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()
 
 
 def _serve(source: IO[bytes], sink: IO[bytes]) -> None:

@@ -37,13 +37,13 @@ def _expected(files: list[tuple[str, str, str]]) -> list[object]:
 def _watch_workers(monkeypatch: pytest.MonkeyPatch) -> list[tagging._Worker | None]:
     """The workers the tagger starts (the real ones), as they start."""
     started: list[tagging._Worker | None] = []
-    real = tagging._Worker.start
+    real = tagging._Worker.spawn
 
-    def start(options: ChunkOptions, jobs: list[tuple[str, str, str]]) -> object:
-        started.append(real(options, jobs))
+    def spawn() -> object:
+        started.append(real())
         return started[-1]
 
-    monkeypatch.setattr(tagging._Worker, "start", start)
+    monkeypatch.setattr(tagging._Worker, "spawn", spawn)
     return started
 
 
@@ -59,10 +59,33 @@ def test_the_worker_gives_what_tagging_here_gives_in_order(
     assert any(p.counts[1] for p in got)  # references crossed the pipe
 
 
-def test_a_small_run_is_tagged_here() -> None:
+def test_a_small_run_is_tagged_here_and_stops_the_prepared_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     files = _files(1)
+    started = _watch_workers(monkeypatch)
     tagger = Tagger(ChunkOptions(), workers=1, min_files=10_000)
+    tagger.prepare()
     assert list(tagger.tags(files)) == _expected(files)
+    assert len(started) == 1 and started[0] is not None
+    assert started[0].proc.returncode is not None  # stopped, not left behind
+
+
+def test_a_prepared_run_uses_its_worker_and_a_failed_one_leaves_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = _files()
+    started = _watch_workers(monkeypatch)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=8)
+    tagger.prepare()
+    assert list(tagger.tags(files)) == _expected(files)
+    assert len(started) == 1  # the prepared one answered
+    tagger.prepare()
+    tags = tagger.tags(files)  # a run that fails before reading its tags
+    tagger.close()
+    assert len(started) == 2 and all(w is not None and w.proc.returncode is not None
+                                     for w in started)  # fmt: skip
+    assert list(tags) == _expected(files)  # what is read anyway is made here
 
 
 def test_a_killed_worker_leaves_the_rest_to_this_process(
