@@ -47,7 +47,8 @@ class IndexSettings:
 class EmbeddingSettings:
     model: str = "sentence-transformers/all-MiniLM-L6-v2"  # or "hashing", or "none"
     batch_tokens: int = 1024
-    threads: int = 0  # 0: ONNX Runtime decides
+    threads: int = 0  # 0: ONNX Runtime decides (one per session with several sessions)
+    sessions: int = 2  # model sessions embedding side by side while indexing (≤ cores)
     query_threads: int = 1
     cache_dir: str = ""  # "": fastembed's default (honours FASTEMBED_CACHE_PATH)
     max_chars: int = 2000  # text beyond this is never seen by a 256-token model

@@ -111,14 +111,15 @@ class Engine:
     def query_embedder(self) -> Embedder | None:
         """The same model with its own, single-threaded session for the recall path."""
         emb = self.settings.embedding
-        return make_embedder(dataclasses.replace(emb, threads=emb.query_threads))
+        return make_embedder(dataclasses.replace(emb, threads=emb.query_threads, sessions=1))
 
     @cached_property
     def watch_embedder(self) -> Embedder | None:
         """The same model with `[watch] embed_threads` threads, for the watcher's batches."""
         emb = self.settings.embedding
         return make_embedder(
-            dataclasses.replace(emb, threads=self.settings.watch.embed_threads), download=True
+            dataclasses.replace(emb, threads=self.settings.watch.embed_threads, sessions=1),
+            download=True,
         )
 
     def embedder_identity(self) -> tuple[str, int]:
