@@ -26,7 +26,7 @@ import pickle
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
 from indexers.chunking import tag_file
@@ -52,10 +52,13 @@ def _rows(job: Job, options: ChunkOptions) -> object:
 class Tagger:
     """Tags in row form (`IndexStore.graph_part`) for a run's files, in their order."""
 
-    def __init__(self, options: ChunkOptions, workers: int = 1, min_files: int = 32) -> None:
+    def __init__(
+        self, options: ChunkOptions, workers: int = 1, min_files: int = 32,
+        loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg,
+    ) -> None:  # fmt: skip
         self.options = options
-        # one core is the chunker's: a worker beside it on a machine with a second one
-        self.worker = workers > 0 and (os.cpu_count() or 1) > 1
+        self.workers = workers  # 0: always here
+        self.loadavg = loadavg
         self.min_files = min_files  # fewer code files than this: tagged here
         self._ready: _Worker | None = None  # started by `prepare`, not yet fed
         self._active: _Worker | None = None  # fed: answering a run's files
@@ -64,8 +67,20 @@ class Tagger:
         """Start a worker now, before the run reads its files, so that its start (an
         interpreter, imports, the tags queries) overlaps the walk; `tags` uses it, or stops
         it when the run is too small for it."""
-        if self.worker and self._ready is None:
+        if self._ready is None and self._worth_a_worker():
             self._ready = _Worker.spawn()
+
+    def _worth_a_worker(self) -> bool:
+        """A worker, and a core for it: one is this process's, another must be idle (the
+        last minute's load average, which counts this process, below cores - 1/2)."""
+        cores = os.cpu_count() or 1
+        if self.workers < 1 or cores < 2:
+            return False
+        try:
+            load = self.loadavg()[0]
+        except OSError:  # no load average here: trust the cores
+            return True
+        return load < cores - 0.5
 
     def close(self) -> None:
         """Stop the workers: one prepared for a run that did not take it, one whose run
@@ -79,7 +94,7 @@ class Tagger:
         """Each file's tags in row form, in order; made here as they are asked for, or by a
         worker process (its start overlaps this process's reading and chunking)."""
         code = [f for f in files if f[2] in CODE_LANGUAGES]
-        if not self.worker or len(code) < self.min_files:
+        if len(code) < self.min_files or (self._ready is None and not self._worth_a_worker()):
             self.close()
             return (_rows(f, self.options) for f in files)
         worker, self._ready = self._ready or _Worker.spawn(), None

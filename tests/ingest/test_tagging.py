@@ -20,6 +20,10 @@ from tests.indexers.test_chunking import FIXTURES, POLYGLOT
 pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a worker needs 2 cores")
 
 
+def idle() -> tuple[float, float, float]:  # the machine's other work: none
+    return (0.0, 0.0, 0.0)
+
+
 def _files(copies: int = 6) -> list[tuple[str, str, str]]:
     """The polyglot fixture (code and text files) several times over, under other paths."""
     out = []
@@ -52,7 +56,7 @@ def test_the_worker_gives_what_tagging_here_gives_in_order(
 ) -> None:
     files = _files()
     started = _watch_workers(monkeypatch)
-    got = list(Tagger(ChunkOptions(), workers=1, min_files=8).tags(files))
+    got = list(Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle).tags(files))
     assert len(started) == 1 and started[0] is not None  # the worker did the tagging
     assert started[0].proc.wait(timeout=60) is not None  # and is gone after the run
     assert got == _expected(files)
@@ -64,7 +68,7 @@ def test_a_small_run_is_tagged_here_and_stops_the_prepared_worker(
 ) -> None:
     files = _files(1)
     started = _watch_workers(monkeypatch)
-    tagger = Tagger(ChunkOptions(), workers=1, min_files=10_000)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=10_000, loadavg=idle)
     tagger.prepare()
     assert list(tagger.tags(files)) == _expected(files)
     assert len(started) == 1 and started[0] is not None
@@ -76,7 +80,7 @@ def test_a_prepared_run_uses_its_worker_and_a_failed_one_leaves_none(
 ) -> None:
     files = _files()
     started = _watch_workers(monkeypatch)
-    tagger = Tagger(ChunkOptions(), workers=1, min_files=8)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle)
     tagger.prepare()
     assert list(tagger.tags(files)) == _expected(files)
     assert len(started) == 1  # the prepared one answered
@@ -93,7 +97,7 @@ def test_a_killed_worker_leaves_the_rest_to_this_process(
 ) -> None:
     files = _files()
     started = _watch_workers(monkeypatch)
-    tags = Tagger(ChunkOptions(), workers=1, min_files=8).tags(files)
+    tags = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle).tags(files)
     first = [next(tags) for _ in range(3)]
     worker = started[0]
     assert worker is not None and worker.proc.poll() is None  # running
@@ -113,5 +117,20 @@ def test_the_worker_imports_nothing_from_the_folder_it_starts_in(
         )
     monkeypatch.chdir(tmp_path)
     files = _files(2)
-    assert list(Tagger(ChunkOptions(), workers=1, min_files=8).tags(files)) == _expected(files)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle)
+    assert list(tagger.tags(files)) == _expected(files)
     assert not marker.exists()
+
+
+def test_a_busy_machine_tags_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _files()
+    started = _watch_workers(monkeypatch)
+    cores = float(os.cpu_count() or 1)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=lambda: (cores, 0.0, 0.0))
+    tagger.prepare()
+    assert list(tagger.tags(files)) == _expected(files)
+    assert started == []
+    assert list(Tagger(ChunkOptions(), workers=0, min_files=8, loadavg=idle).tags(files)) == (
+        _expected(files)
+    )
+    assert started == []
