@@ -269,16 +269,18 @@ def memserver_embedder(texts: list[str], counts: list[int],
 
     tokens = sum(counts)
     rows = []
-    for t in (0, *threads):  # 0: memserver's default (ONNX Runtime decides)
-        emb = FastEmbedder(EmbeddingSettings(model=MODEL, threads=t, cache_dir=str(cache_dir())))
-        emb.embed_documents(texts[:8])
+    # threads 0: ONNX Runtime decides; sessions 2: `[embedding] sessions = 2`, one thread each
+    for t, n in [(0, 1), *((t, 1) for t in threads), (0, 2)]:
+        emb = FastEmbedder(EmbeddingSettings(model=MODEL, threads=t, sessions=n,
+                                             cache_dir=str(cache_dir())))  # fmt: skip
+        emb.embed_documents(texts[:64])  # loads every session
         load = os.getloadavg()[0]
         s, cpu = timed(emb.embed_documents, texts)
-        rows.append({"threads": t, "batch_tokens": emb.settings.batch_tokens,
+        rows.append({"threads": t, "sessions": n, "batch_tokens": emb.settings.batch_tokens,
                      "seconds": round(s, 2), "tokens_per_s": round(tokens / s),
                      "tokens_per_cpu_s": round(tokens / cpu),
                      "loadavg": round(load, 2)})  # fmt: skip
-        log(f"  FastEmbedder threads={t}: {tokens / s:.0f} tokens/s")
+        log(f"  FastEmbedder threads={t} sessions={n}: {tokens / s:.0f} tokens/s")
     return rows
 
 
@@ -364,7 +366,8 @@ def markdown(r: dict[str, Any]) -> str:
                      f"{m['tokens_per_s']} | {m['tokens_per_cpu_s']} | {m['padding']} | "
                      f"{m['loadavg']} |")  # fmt: skip
     for m in r["fastembedder"]:
-        lines.append(f"| FastEmbedder | {m['threads'] or 'default'} | ≤{m['batch_tokens']} tok "
+        name = "FastEmbedder" if m["sessions"] == 1 else f"FastEmbedder, {m['sessions']} sessions"
+        lines.append(f"| {name} | {m['threads'] or 'default'} | ≤{m['batch_tokens']} tok "
                      f"| sorted by length | {m['tokens_per_s']} | {m['tokens_per_cpu_s']} | | "
                      f"{m['loadavg']} |")  # fmt: skip
     p = r.get("parallel_sessions")

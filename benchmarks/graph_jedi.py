@@ -1,6 +1,14 @@
 """The code graph checked against jedi, a real Python static analyser.
 
 Usage: python benchmarks/graph_jedi.py TREE [TREE ...] [--names 300] [--seed 17] [--json]
+                                      [--stored] [--cache DIR]
+
+With --stored the graph is the one `memserver index` stores (each tree indexed into a
+temporary folder with `--embedder none`, read back by navigation): lookups go through the
+`symbol` service (`Navigator.symbols`), references through the `references` service
+(`Navigator.references_of`, by the definition's id), call sites through the stored
+graph's resolution (what both services resolve with). Without it, tags are extracted
+in-process (the extraction half alone).
 
 For each Python package tree: extract tags from every .py/.pyi file, build the symbol
 table and resolve every reference once. Then pick N function and method definitions at
@@ -37,8 +45,9 @@ import sys
 import sysconfig
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from indexers.treesitter.tags import extract_tags
 from memserver.core.graph import Definition, FileTags, Reference
@@ -59,6 +68,8 @@ class Project:
     at_line: dict[tuple[str, int], list[Definition]]
     seconds: dict[str, float]
     reexport_stops: int = 0  # symbol checks where jedi stopped at a re-exporting import
+    navigator: Any = None  # --stored: the symbol and references services
+    graph: Any = None  # --stored: the GraphIndex they read
 
 
 @dataclass
@@ -117,6 +128,40 @@ def load(root: Path) -> Project:
             at_line.setdefault((d.path, d.name_line), []).append(d)
     seconds = {"extract": extracted - started, "table": built - extracted, "resolve": done - built}
     return Project(root, tags, table, resolved, referrers, at_line, seconds)
+
+
+def load_stored(root: Path, index_dir: Path) -> Project:
+    """The tree indexed by `memserver index` (embedder none), its graph read back."""
+    from memserver.engine import Engine
+
+    started = time.perf_counter()
+    engine = Engine(root, index_dir, embedder_flag="none", env={})
+    engine.index()
+    indexed = time.perf_counter()
+    store = engine.open_store()
+    navigator = engine.navigator(store)
+    graph = engine.graph_view(store).get()
+    loaded = time.perf_counter()
+    tags = {
+        p: replace(e.tags, references=tuple(at.ref for at in graph.refs_of(p)))
+        for p, e in graph.files.items()
+        if p.endswith((".py", ".pyi"))
+    }
+    resolved, referrers = {}, {}
+    for file_tags in tags.values():
+        for ref in file_tags.references:
+            found = graph.resolve(ref)
+            resolved[ref] = found
+            for definition in _top(found):
+                referrers.setdefault(definition, set()).add((ref.path, ref.line))
+    done = time.perf_counter()
+    at_line: dict[tuple[str, int], list[Definition]] = {}
+    for file_tags in tags.values():
+        for d in file_tags.definitions:
+            at_line.setdefault((d.path, d.name_line), []).append(d)
+    seconds = {"index": indexed - started, "load": loaded - indexed, "resolve": done - loaded}
+    return Project(root, tags, graph.table, resolved, referrers, at_line, seconds,
+                   navigator=navigator, graph=graph)  # fmt: skip
 
 
 def _top(found: list[tuple[Definition, float]]) -> list[Definition]:
@@ -332,7 +377,7 @@ def _check_lookup(project: Project, d: Definition, tally: Tally) -> None:
     names = [d.qualified, f"{module}.{d.qualified}", f"{posixpath.basename(d.path)}:{d.qualified}"]
     for name in names:
         tally.lookups += 1
-        found = project.table.lookup(name)
+        found = _lookup(project, name)
         if found and (
             found[0] == d or (found[0].qualified == d.qualified and found[0].path == d.path)
         ):
@@ -342,6 +387,13 @@ def _check_lookup(project: Project, d: Definition, tally: Tally) -> None:
         else:
             tally.lookup_agree += 0
             tally.note("lookup: qualified name defined in several modules", name)
+
+
+def _lookup(project: Project, name: str) -> list[Definition]:
+    """Definitions of a name, best first: the `symbol` service's with --stored."""
+    if project.navigator is None:
+        return project.table.lookup(name)
+    return [project.graph.by_id(item.id) for item in project.navigator.symbols(name)]
 
 
 def _check_site(project: Project, jedi_: Jedi, site: Reference, tally: Tally) -> None:
@@ -404,7 +456,11 @@ def _check_references(project: Project, jedi_: Jedi, d: Definition, tally: Tally
     theirs -= own
     ours = set()
     for same in project.table.defined_in(d.path, d.qualified):
-        ours |= project.referrers.get(same, set())
+        if project.navigator is not None:  # the references service, by the definition's id
+            _, refs, _ = project.navigator.references_of(project.graph.def_id(same))
+            ours |= {(r.path, r.line) for r in refs}
+        else:
+            ours |= project.referrers.get(same, set())
     ours -= own
     tally.true_pos += len(ours & theirs)
     for where in sorted(ours - theirs):
@@ -476,8 +532,17 @@ def _classify_missed(project: Project, d: Definition, where: tuple[str, int]) ->
     return "name collision"
 
 
-def run(tree: Path, names: int, seed: int, cache: Path | None) -> dict:
-    project = load(tree)
+def run(tree: Path, names: int, seed: int, cache: Path | None, stored: bool = False) -> dict:
+    if stored:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="graph-jedi-") as index_dir:
+            project = load_stored(tree, Path(index_dir))
+            return _run(project, tree, names, seed, cache)
+    return _run(load(tree), tree, names, seed, cache)
+
+
+def _run(project: Project, tree: Path, names: int, seed: int, cache: Path | None) -> dict:
     jedi_ = Jedi(tree, cache / f"{tree.name}.json" if cache else None)
     chosen = sample(project, names, seed)
     started = time.perf_counter()
@@ -572,11 +637,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cache", type=Path, help="folder keeping jedi's answers between runs (per tree)"
     )
+    parser.add_argument(
+        "--stored", action="store_true",
+        help="check the graph `memserver index` stores, through the symbol/references services",
+    )  # fmt: skip
     parser.add_argument("--report", type=Path, help="also write a report folder here")
     args = parser.parse_args(argv)
     if args.cache:
         args.cache.mkdir(parents=True, exist_ok=True)
-    results = [run(tree, args.names, args.seed, args.cache) for tree in args.trees]
+    results = [run(tree, args.names, args.seed, args.cache, args.stored) for tree in args.trees]
     if args.report:
         save_report(results, args.report)
     if args.json:

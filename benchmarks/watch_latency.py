@@ -8,7 +8,8 @@ TREE is copied to DIR/tree and indexed; then a watcher runs in this process as
 
 1. Edits: each appends a function with a unique name to a random source file and
    polls recall (reranker off) every 10 ms until the new function comes back. The
-   latency is from just before the write to that recall. Each batch's own report
+   latency is from just before the write to that recall (and, beside it, to the
+   first `symbol` answer that finds the function). Each batch's own report
    gives the time until BM25 could answer and the time including embedding.
 2. Storm: `--storm-writes` writes spread over `--storm-seconds` (edits of existing
    files, new files, deletes and renames), then the watcher settles and its index
@@ -64,9 +65,13 @@ def new_function(path: Path, name: str) -> str:
     return f"\n\nfunction {name}(value) {{\n  return value;\n}}\n"
 
 
-def edits(root: Path, watcher: Any, recaller: Any, n: int, rng: random.Random) -> list[float]:
+def edits(
+    root: Path, watcher: Any, recaller: Any, navigator: Any, n: int, rng: random.Random
+) -> tuple[list[float], list[float]]:
+    """Seconds from each write until recall finds the new function's text, and until
+    `symbol` finds its definition."""
     sources = [p for p in sorted(root.rglob("*")) if p.suffix in SUFFIXES and p.is_file()]
-    latencies = []
+    latencies, symbols = [], []
     for _ in range(n):
         path = rng.choice(sources)
         # letters only: one keyword token that no other probe shares
@@ -74,16 +79,19 @@ def edits(root: Path, watcher: Any, recaller: Any, n: int, rng: random.Random) -
         started = time.monotonic()
         with path.open("a", encoding="utf-8") as handle:
             handle.write(new_function(path, name))
-        while True:
-            hits = recaller.recall(name, k=10).evidence
-            if any(name in e.text for e in hits):
-                break
+        text = symbol = None
+        while text is None or symbol is None:
+            if text is None and any(name in e.text for e in recaller.recall(name, k=10).evidence):
+                text = time.monotonic() - started
+            if symbol is None and navigator.symbols(name):
+                symbol = time.monotonic() - started
             if time.monotonic() - started > 120:
-                raise SystemExit(f"{name} never became searchable")
+                raise SystemExit(f"{name} never became searchable (text {text}, symbol {symbol})")
             time.sleep(0.01)
-        latencies.append(time.monotonic() - started)
+        latencies.append(text)
+        symbols.append(symbol)
         watcher.wait_idle(300, settle=0.3)
-    return latencies
+    return latencies, symbols
 
 
 def storm(root: Path, writes: int, seconds: float, rng: random.Random) -> dict[str, int]:
@@ -145,9 +153,11 @@ def main() -> None:
     watcher.wait_idle(300)
     recaller = Engine(root, overrides={"rerank": {"enabled": False}}).recaller(rerank=False)
     recaller.recall("warm up", k=1)
+    navigator = Engine(root).navigator()  # a long-lived reader of the graph, as the server's
+    navigator.symbols("warm_up")
     reports.clear()
 
-    latencies = edits(root, watcher, recaller, args.edits, rng)
+    latencies, symbols = edits(root, watcher, recaller, navigator, args.edits, rng)
     batch_search = [r.seconds_to_search for r in reports if r.files_indexed]
     batch_total = [r.seconds for r in reports if r.files_indexed]
     batch_embed = [r.seconds_embedding for r in reports if r.files_indexed]
@@ -163,6 +173,9 @@ def main() -> None:
             "save_to_searchable_p50_s": round(statistics.median(latencies), 3),
             "save_to_searchable_p95_s": round(pct(latencies, 0.95), 3),
             "save_to_searchable_max_s": round(max(latencies), 3),
+            "save_to_symbol_p50_s": round(statistics.median(symbols), 3),
+            "save_to_symbol_p95_s": round(pct(symbols, 0.95), 3),
+            "save_to_symbol_max_s": round(max(symbols), 3),
             "batch_to_bm25_p50_s": round(statistics.median(batch_search), 3),
             "batch_embedding_p50_s": round(statistics.median(batch_embed), 3),
             "batch_total_p50_s": round(statistics.median(batch_total), 3),

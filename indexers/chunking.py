@@ -12,13 +12,13 @@ every non-blank line is in exactly one chunk; `tokens` is the counter's count of
 
 from __future__ import annotations
 
-from typing import Any
-
 from indexers.markdown import markdown_pieces
 from indexers.text import Lines, Piece, merge_tiny, text_pieces, tiling_problem, to_drafts
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from indexers.treesitter import code_pieces
-from indexers.treesitter.tags import extract_tags
+from indexers.treesitter.chunker import ERROR_SHARE_LIMIT
+from indexers.treesitter.definitions import error_share
+from indexers.treesitter.tags import extract_tags, parse
 from memserver.core.graph import FileTags
 from memserver.core.protocols import TokenCounter
 from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
@@ -39,39 +39,19 @@ class FileChunker:
         self._tokens = tokens
 
     def chunk(self, path: str, text: str, language: str) -> ChunkResult:
-        return self._guarded(path, text, language, None)
+        return self._guarded(path, text, language)
 
-    def chunk_and_tag(self, path: str, text: str, language: str) -> tuple[ChunkResult, FileTags]:
-        """The chunks and the code graph's tags of one file, from one parse.
-
-        Tags come from the tree the chunks were cut from; a file cut into line windows
-        (not code, too many syntax errors, minified, over the parse cap) has empty tags.
-        Never raises."""
-        trees: dict[str, Any] = {}
-        result = self._guarded(path, text, language, trees)
-        tags = FileTags(path, language)
-        used = "cpp" if "cpp" in trees else language  # a `.h` the C grammar could not cut
-        if result.fallback_reason is None or "cut into line windows" in result.fallback_reason:
-            tree = trees.get(used)
-            if tree is not None:
-                tags = extract_tags(path, text, used, tree)
-        return result, tags
-
-    def _guarded(
-        self, path: str, text: str, language: str, trees: dict[str, Any] | None
-    ) -> ChunkResult:
+    def _guarded(self, path: str, text: str, language: str) -> ChunkResult:
         lines: Lines | None = None
         try:
             lines = Lines.of(text, self._tokens)
-            return self._chunk(path, lines, text, language, trees)
+            return self._chunk(path, lines, text, language)
         except Exception as exc:  # the edge: any failure becomes line windows with a reason
             reason = f"{language} chunking failed ({type(exc).__name__}: {exc}); used line windows"
             return self._windows(path, text, language, lines, reason[:500])
 
-    def _chunk(
-        self, path: str, lines: Lines, text: str, language: str, trees: dict[str, Any] | None
-    ) -> ChunkResult:
-        pieces, reason = self._pieces(lines, text, language, trees)
+    def _chunk(self, path: str, lines: Lines, text: str, language: str) -> ChunkResult:
+        pieces, reason = self._pieces(lines, text, language)
         problem = tiling_problem(pieces, lines)
         if problem is not None:  # a chunker bug must not break the coverage contract
             reason = f"internal chunking error ({problem}); used line windows"
@@ -79,28 +59,22 @@ class FileChunker:
         drafts = to_drafts(pieces, lines, path, language, self._tokens)
         return ChunkResult(drafts, reason)
 
-    def _pieces(
-        self, lines: Lines, text: str, language: str, trees: dict[str, Any] | None
-    ) -> tuple[list[Piece], str | None]:
+    def _pieces(self, lines: Lines, text: str, language: str) -> tuple[list[Piece], str | None]:
         options = self._options
         if language in CODE_LANGUAGES:
-            return self._code(lines, text.encode("utf-8", "replace"), language, trees)
+            return self._code(lines, text.encode("utf-8", "replace"), language)
         if language in MARKDOWN_LANGUAGES:
             return merge_tiny(markdown_pieces(lines, options), lines, options), None
         return text_pieces(lines, language, options), None
 
-    def _code(
-        self, lines: Lines, source: bytes, language: str, trees: dict[str, Any] | None
-    ) -> tuple[list[Piece], str | None]:
+    def _code(self, lines: Lines, source: bytes, language: str) -> tuple[list[Piece], str | None]:
         options = self._options
-        reason = _skip_parse_reason(lines, source, options)
+        reason = _skip_parse_reason(lines.blank, source, options)
         if reason is None:
-            pieces, note = code_pieces(lines, source, language, options, trees)
+            pieces, note = code_pieces(lines, source, language, options)
             if pieces is None and language == "c":  # a `.h` header is often C++
-                pieces, retry_note = code_pieces(lines, source, "cpp", options, trees)
+                pieces, retry_note = code_pieces(lines, source, "cpp", options)
                 note = retry_note if pieces is not None else note
-                if pieces is None and trees is not None:
-                    trees.pop("cpp", None)
             if pieces is not None:
                 return merge_tiny(pieces, lines, options), note
             reason = note
@@ -119,10 +93,32 @@ class FileChunker:
             )
 
 
-def _skip_parse_reason(lines: Lines, source: bytes, options: ChunkOptions) -> str | None:
+def tag_file(path: str, text: str, language: str, options: ChunkOptions) -> FileTags:
+    """The code graph's tags of one file, from a parse made as the chunker makes its own:
+    none for a file the chunker does not parse (not code, over the parse cap, minified) or
+    whose parse it rejects (too many syntax errors, in C and then C++). A function of its
+    arguments only, so a worker process can run it beside the chunker. Never raises."""
+    if language not in CODE_LANGUAGES:
+        return FileTags(path, language)
+    try:
+        source = text.encode("utf-8", "replace")
+        blank = tuple(not row.strip() for row in text.split("\n"))
+        if _skip_parse_reason(blank, source, options) is not None:
+            return FileTags(path, language)
+        for used in (language, "cpp") if language == "c" else (language,):
+            tree = parse(text, used, source)
+            if error_share(tree.root_node, blank) <= ERROR_SHARE_LIMIT:
+                return extract_tags(path, text, used, tree)
+    except Exception:  # the edge, as in `chunk`: a failure leaves the file without tags
+        pass
+    return FileTags(path, language)
+
+
+def _skip_parse_reason(blank: tuple[bool, ...], source: bytes, options: ChunkOptions
+                       ) -> str | None:  # fmt: skip
     if len(source) > options.max_parse_bytes:
         return f"file is {len(source)} bytes, over max_parse_bytes ({options.max_parse_bytes})"
-    nonblank = max(1, sum(1 for b in lines.blank if not b))
+    nonblank = max(1, sum(1 for b in blank if not b))
     if len(source) > _MINIFIED_BYTES and len(source) / nonblank > _MINIFIED_LINE:
         return f"minified code (lines average {len(source) // nonblank} bytes)"
     return None

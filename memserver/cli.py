@@ -496,6 +496,88 @@ def doctor(root_opt: str | None, index_dir: str | None, repair: bool, embedder: 
     sys.exit(report.exit_code)
 
 
+# -- the code graph: outline, symbol, references, neighbors ------------------------
+
+
+def graph_options(fn: F) -> F:
+    """--budget-tokens and --json of the code graph commands."""
+    fn = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(fn)
+    return click.option(
+        "--budget-tokens", type=click.IntRange(LIMITS.budget_min, LIMITS.budget_max),
+        default=None, help="Token budget of the whole answer as printed (4096).",
+    )(fn)  # fmt: skip
+
+
+def _navigation(found: Any, as_json: bool) -> None:
+    """The answer as text, or (compact, as the budget counted it) as JSON."""
+    if as_json:
+        from memserver.core.render import dumps
+
+        click.echo(dumps(found.data))
+    else:
+        from memserver.cli_format import print_plain
+
+        print_plain(found.text)
+
+
+@main.command()
+@click.argument("path", required=False)
+@index_options
+@graph_options
+@handle_errors
+def outline(path: str | None, root_opt: str | None, index_dir: str | None,
+            budget_tokens: int | None, as_json: bool) -> None:  # fmt: skip
+    """What PATH (a file, folder or glob) defines, nested, with signatures and spans;
+    without PATH, a map of the repository, most referenced definitions first."""
+    found = _engine(root_opt, index_dir).navigator().outline(path, budget_tokens)
+    _navigation(found, as_json)
+
+
+@main.command()
+@click.argument("name")
+@index_options
+@graph_options
+@handle_errors
+def symbol(name: str, root_opt: str | None, index_dir: str | None, budget_tokens: int | None,
+           as_json: bool) -> None:  # fmt: skip
+    """Where NAME is defined (`Client.send`, `send`, `utils.py:send`, or an id s_…)."""
+    found = _engine(root_opt, index_dir).navigator().symbol(name, budget_tokens)
+    _navigation(found, as_json)
+
+
+@main.command()
+@click.argument("name_or_id")
+@index_options
+@click.option(
+    "--kind", "kinds", multiple=True,
+    help="Only these kinds: call, import, inherit, type, other (repeatable).",
+)  # fmt: skip
+@graph_options
+@handle_errors
+def references(
+    name_or_id: str, root_opt: str | None, index_dir: str | None, kinds: tuple[str, ...],
+    budget_tokens: int | None, as_json: bool,
+) -> None:  # fmt: skip
+    """Every use of NAME_OR_ID, grouped by file, with the definition each is written in
+    (`--kind call` lists the callers)."""
+    navigator = _engine(root_opt, index_dir).navigator()
+    _navigation(navigator.references(name_or_id, kinds, budget_tokens), as_json)
+
+
+@main.command()
+@click.argument("item_id", metavar="ID")
+@index_options
+@click.option("--depth", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="1: direct callers and callees; 2: also theirs.")  # fmt: skip
+@graph_options
+@handle_errors
+def neighbors(item_id: str, root_opt: str | None, index_dir: str | None, depth: int,
+              budget_tokens: int | None, as_json: bool) -> None:  # fmt: skip
+    """Callers and callees of ID (a symbol id s_…, a chunk id c_… or a name)."""
+    found = _engine(root_opt, index_dir).navigator().neighbors(item_id, depth, budget_tokens)
+    _navigation(found, as_json)
+
+
 # -- watch ----------------------------------------------------------------------
 
 

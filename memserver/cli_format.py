@@ -174,6 +174,11 @@ def print_recall(result: RecallResult, explain: bool = False) -> None:
     out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
+def print_plain(text: str) -> None:
+    """An answer as an agent reads it (outline, symbol, …), control characters shown."""
+    out.print(visible(text), markup=False, highlight=False, soft_wrap=True)
+
+
 def print_status(info: dict[str, Any]) -> None:
     table = Table(show_header=False, box=None)
     git = info["git"]

@@ -31,6 +31,7 @@ class IndexSettings:
     lock_timeout_seconds: float = 10.0
     batch_files: int = 200
     embed_batch_chunks: int = 256
+    graph_workers: int = 1  # processes tagging for the code graph beside the chunker
     memory_vectors: str = "own"  # "own", "chunk" or "none" (see configs/default.toml)
 
     def walk_options(self) -> WalkOptions:
@@ -46,7 +47,8 @@ class IndexSettings:
 class EmbeddingSettings:
     model: str = "sentence-transformers/all-MiniLM-L6-v2"  # or "hashing", or "none"
     batch_tokens: int = 1024
-    threads: int = 0  # 0: ONNX Runtime decides
+    threads: int = 0  # 0: ONNX Runtime decides (one per session with several sessions)
+    sessions: int = 2  # model sessions embedding side by side while indexing (≤ cores)
     query_threads: int = 1
     cache_dir: str = ""  # "": fastembed's default (honours FASTEMBED_CACHE_PATH)
     max_chars: int = 2000  # text beyond this is never seen by a 256-token model
@@ -66,6 +68,10 @@ class RecallSettings:
     expansion_weight: float = 0.5
     exact_weight: float = 1.0
     memory_weight: float = 0.3
+    graph_weight: float = 1.0  # the code graph's arms (see configs/default.toml)
+    graph_near_weight: float = 0.0
+    graph_near_top: int = 3
+    graph_near_depth: int = 10
     speaker_boost: float = 1.0
     turn_continuations: int = 2
     date_weight: float = 1.0

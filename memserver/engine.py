@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING, Any
 from memserver.config import Settings, load_settings
 from memserver.core.errors import ModelUnavailable, PathError, StoreError
 from memserver.core.ids import content_hash
-from memserver.core.protocols import LLM, Distiller, Embedder, Progress, Reranker
+from memserver.core.protocols import LLM, CodeGraph, Distiller, Embedder, Progress, Reranker
 from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
 from memserver.embed import embedder_identity, make_embedder
 from memserver.store import statecache
 from memserver.store.meta import read_meta
 
-# bumped when an index gains a part older indexes lack (2: the whole-file keyword index):
-# a run then skips the stat cache's "nothing changed", and reconciling adds the part
-STORE_LAYOUT = 2
+# bumped when an index gains a part older indexes lack (2: the whole-file keyword index,
+# 3: the code graph's tables): a run then skips the stat cache's "nothing changed", and
+# reconciling adds the part
+STORE_LAYOUT = 3
 
 if TYPE_CHECKING:
     from indexers.chunking import FileChunker
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from memserver.ingest.pipeline import Indexer
     from memserver.memory.consolidate import Consolidator
     from memserver.memory.service import MemoryService
+    from memserver.navigate.service import Navigator
+    from memserver.navigate.view import GraphView
     from memserver.retrieve.attribute import Attributor
     from memserver.retrieve.longquery import FileOrder
     from memserver.retrieve.recall import Expander, Recaller
@@ -108,14 +111,15 @@ class Engine:
     def query_embedder(self) -> Embedder | None:
         """The same model with its own, single-threaded session for the recall path."""
         emb = self.settings.embedding
-        return make_embedder(dataclasses.replace(emb, threads=emb.query_threads))
+        return make_embedder(dataclasses.replace(emb, threads=emb.query_threads, sessions=1))
 
     @cached_property
     def watch_embedder(self) -> Embedder | None:
         """The same model with `[watch] embed_threads` threads, for the watcher's batches."""
         emb = self.settings.embedding
         return make_embedder(
-            dataclasses.replace(emb, threads=self.settings.watch.embed_threads), download=True
+            dataclasses.replace(emb, threads=self.settings.watch.embed_threads, sessions=1),
+            download=True,
         )
 
     def embedder_identity(self) -> tuple[str, int]:
@@ -267,6 +271,7 @@ class Engine:
     ) -> Indexer:  # fmt: skip
         """An indexer over `store`, embedding with `embedder` (default: the indexing one)."""
         from memserver.ingest.pipeline import Indexer
+        from memserver.ingest.tagging import Tagger
 
         return Indexer(
             store, self.chunker(), self.embedder if embedder is None else embedder,
@@ -276,6 +281,7 @@ class Engine:
             distiller=self.distiller(),
             keep_versions=timedelta(minutes=self.settings.watch.keep_versions_minutes),
             root=self.root, max_file_bytes=self.settings.index.max_file_bytes,
+            tagger=Tagger(self.settings.chunking, workers=self.settings.index.graph_workers),
             memory_vectors=self.settings.index.memory_vectors,
         )  # fmt: skip
 
@@ -294,6 +300,7 @@ class Engine:
         return Recaller(
             view.get, store.keyword, self.query_embedder, s, tokens=self.tokens,
             reranker=reranker, expander=self.expander(), root=self.root,
+            graph=self.code_graph(store) if s.graph_weight or s.graph_near_weight else None,
             files=store.file_keyword, dense_chars=self.settings.embedding.max_chars,
             file_order=self.file_order(),
         )  # fmt: skip
@@ -318,6 +325,34 @@ class Engine:
             self.open_store(), affinity=c.affinity, neighbours=c.neighbours,
             half_life_days=c.half_life_days, lock_timeout=self.lock_timeout,
         )  # fmt: skip
+
+    # -- the code graph (navigate/) ----------------------------------------------------
+
+    def graph_view(self, store: IndexStore) -> GraphView:
+        """The code graph of `store` in memory, one per store (navigation and recall share it)."""
+        from memserver.navigate.view import GraphView
+
+        views: dict[int, tuple[IndexStore, GraphView]] = self.__dict__.setdefault("_graphs", {})
+        held = views.get(id(store))
+        if held is None or held[0] is not store:
+            held = views[id(store)] = (store, GraphView(store))
+        return held[1]
+
+    def code_graph(self, store: IndexStore) -> CodeGraph:
+        """The code graph as recall's graph arms read it."""
+        from memserver.navigate.arm import GraphArm
+
+        return GraphArm(self.graph_view(store).get, store.graph.named)
+
+    def navigator(self, store: IndexStore | None = None) -> Navigator:
+        """outline, symbol, references and neighbours over the stored code graph."""
+        from memserver.navigate.service import Navigator
+
+        view = self.graph_view(store or self.open_store())
+        return Navigator(view.get, self.tokens, root=self.root,
+                         budget_tokens=self.settings.recall.budget_tokens)  # fmt: skip
+
+    # ----------------------------------------------------------------------------------
 
     def browser(self, store: IndexStore | None = None) -> Browser:
         """Read-only views of the index for a person (the review page)."""

@@ -1,7 +1,7 @@
 """The shape of the code: what may import what, read from the source with `ast`.
 
 Imports point inward (STYLE.md): edges (server, CLI) → the engine → services (ingest,
-retrieve, memory) → adapters (store, embed, llm, indexers) → text → core. Services never
+retrieve, memory, navigate) → adapters (store, embed, llm, indexers) → text → core. Services never
 import each other; ranking never touches storage; Arrow and LanceDB stay in the store.
 Imports under `if TYPE_CHECKING:` name types only and are not counted.
 """
@@ -136,6 +136,7 @@ ALLOWED = {
     "graph": {"core", "graph"},
     "ingest": {"core", "config", "text", "store", "indexers", "ingest"},
     "retrieve": {"core", "config", "text", "indexers", "retrieve"},
+    "navigate": {"core", "text", "store", "graph", "indexers", "navigate"},
     "memory": {"core", "config", "text", "store", "indexers", "memory"},
 }
 
@@ -151,7 +152,7 @@ def test_layers_import_only_inward() -> None:
 
 
 def test_the_edges_talk_to_the_engine_not_to_services() -> None:
-    services = {"ingest", "retrieve", "memory", "store", "embed", "llm"}
+    services = {"ingest", "retrieve", "memory", "navigate", "graph", "store", "embed", "llm"}
     wrong = [
         (module, target)
         for module, targets in _edges().items()
@@ -167,7 +168,7 @@ def test_services_name_only_the_index_store_of_the_store() -> None:
     wrong = [
         (module, target)
         for module, targets in _edges().items()
-        if _layer(module) in ("ingest", "memory")
+        if _layer(module) in ("ingest", "memory", "navigate")
         for target in targets
         if _layer(target) == "store" and target != "memserver.store.index"
     ]

@@ -5,8 +5,6 @@ Returns pieces, or None with a reason when the file should fall back to line win
 
 from __future__ import annotations
 
-from typing import Any
-
 from indexers.text import Lines, Piece
 from indexers.treesitter.definitions import error_share, find_definitions
 from indexers.treesitter.registry import grammar
@@ -23,21 +21,16 @@ def code_pieces(
     source: bytes,
     language: str,
     options: ChunkOptions,
-    trees: dict[str, Any] | None = None,
 ) -> tuple[list[Piece] | None, str | None]:
     """(pieces, note) for a registered language; (None, reason) when the parse is not usable.
 
     `source` is the file's text encoded as UTF-8 (its rows must match `lines`). A note, when
-    set, says which parts were cut into line windows (nesting too deep to follow). When
-    `trees` is given, the parse is kept there under the language (the code graph's tags are
-    read from the same tree).
+    set, says which parts were cut into line windows (nesting too deep to follow).
     """
     from tree_sitter import Parser
 
     loaded = grammar(language)
     tree = Parser(loaded.language).parse(source)
-    if trees is not None:
-        trees[language] = tree
     root = tree.root_node
     share = error_share(root, lines.blank)
     if share > ERROR_SHARE_LIMIT:

@@ -13,6 +13,7 @@ already-parsed tree so the chunker's parse can be reused (`parse` makes one).
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -20,7 +21,14 @@ from typing import Any
 
 from indexers.treesitter.definitions import end_line
 from indexers.treesitter.registry import LANGUAGES, grammar, tags_queries
-from memserver.core.graph import CLASS_KINDS, Definition, FileTags, Import, Reference
+from memserver.core.graph import (
+    CLASS_KINDS,
+    Definition,
+    FileTags,
+    Import,
+    Reference,
+    make_reference,
+)
 
 Node = Any  # tree_sitter.Node
 Tree = Any  # tree_sitter.Tree
@@ -47,11 +55,18 @@ _FLAT_EXTRAS = frozenset(
 )  # fmt: skip
 
 
-def parse(text: str, language: str) -> Tree:
-    """A tree-sitter tree of `text` (encoded as UTF-8) for a registered language."""
+_LINE_AND_COLUMN = operator.attrgetter("line", "column")
+_SPACE = re.compile(r"\s")
+
+
+def parse(text: str, language: str, source: bytes | None = None) -> Tree:
+    """A tree-sitter tree of `text` (encoded as UTF-8, unless `source` is that already) for
+    a registered language."""
     from tree_sitter import Parser
 
-    return Parser(grammar(language).language).parse(text.encode("utf-8", "replace"))
+    if source is None:
+        source = text.encode("utf-8", "replace")
+    return Parser(grammar(language).language).parse(source)
 
 
 def extract_tags(path: str, text: str, language: str, tree: Tree | None = None) -> FileTags:
@@ -112,11 +127,13 @@ class _Extractor:
         self.path, self.language, self.root = path, language, root
         self.source: bytes = root.text or b""
         self.ascii = self.source.isascii()
+        self.text = text if self.ascii else ""  # byte offsets index it when ASCII
         self.lines = text.split("\n")
         self.defs: dict[tuple[int, int], _Def] = {}
         self.refs: dict[tuple[int, int], _Ref] = {}
-        # single-capture references: (name, kind, is a member: qualified by its parent)
-        self.bare: list[tuple[Node, str, bool]] = []
+        # single-capture references, per capture name: (kind, is a member: qualified by its
+        # parent, the names)
+        self.bare: list[tuple[str, bool, list[Node]]] = []
         self.imports: list[tuple[Node, Node | None, Node | None, Node | None, bool]] = []
         # (name, its type, what it iterates over): bindings inside functions
         self.locals: list[tuple[Node, Node | None, Node | None]] = []
@@ -150,7 +167,7 @@ class _Extractor:
             definitions[index] = replace(definitions[index], declared_type=typed)
         references = self._references(spans, scopes)
         imports, import_refs = self._imports(definitions, spans)
-        references = sorted([*references, *import_refs], key=lambda r: (r.line, r.column))
+        references = sorted([*references, *import_refs], key=_LINE_AND_COLUMN)
         return FileTags(
             self.path, self.language, tuple(definitions), tuple(references), imports, self.package
         )
@@ -210,9 +227,7 @@ class _Extractor:
         for key, nodes in captures.items():
             group, _, kind = key.partition(".")
             if group in ("reference", "member"):  # kept apart: grouped matches win
-                kind = _REFERENCE_KINDS.get(kind, "other")
-                member = group == "member"
-                self.bare.extend((node, kind, member) for node in nodes)
+                self.bare.append((_REFERENCE_KINDS.get(kind, "other"), group == "member", nodes))
             elif key == "ignore":
                 self.ignored.update((n.start_byte, n.end_byte) for n in nodes)
             elif key == "ignore.inside":
@@ -436,7 +451,9 @@ class _Extractor:
                 typed = self._head_type(qualifier, line, chain, scopes) if inner is None else ""
                 if inner:
                     typed = self._substitute(inner, line, chain, scopes)
-            out.append(Reference(path, name, ref.kind, line, column, enclosing, qualifier, typed))
+            out.append(
+                make_reference(path, name, ref.kind, line, column, enclosing, qualifier, typed)
+            )
         out += self._bare_references(spans, scopes, skipped, blocked, local_names)
         return out
 
@@ -453,39 +470,60 @@ class _Extractor:
         out: list[Reference] = []
         seen = self.refs.keys() | skipped
         source, path, inner, regions = self.source, self.path, self.inner, self.regions
+        text, isascii = self.text, self.ascii
         order = _REFERENCE_ORDER
         kinds: dict[tuple[int, int], tuple[Node, str, bool]] = {}
-        for node, kind, member in self.bare:
-            key = (node.start_byte, node.end_byte)
-            held = kinds.get(key)
-            if held is None or order[kind] < order[held[1]] or (member and not held[2]):
-                kinds[key] = (node, kind, member or (held is not None and held[2]))
+        is_local: dict[tuple[int, str], bool] = {}  # (innermost definition, name)
+        for kind, member, nodes in self.bare:
+            rank = order[kind]
+            for node in nodes:
+                key = (node.start_byte, node.end_byte)
+                held = kinds.get(key)
+                if held is None:
+                    kinds[key] = (node, kind, member)
+                elif rank < order[held[1]] or (member and not held[2]):
+                    kinds[key] = (node, kind, member or held[2])
         for key, (node, kind, member) in kinds.items():
             if key in seen or (blocked is not None and blocked.chain(key[0])):
                 continue
-            written = source[key[0] : key[1]].decode("utf-8", "replace")
+            if isascii:
+                written = text[key[0] : key[1]]
+            else:
+                written = source[key[0] : key[1]].decode("utf-8", "replace")
             if not written.isidentifier():
                 written = _clean(written)
             prefix, _, name = written.rpartition(".")
             if not name:
                 continue
             if member:  # qualified by its parent's text before it: `self.client` . send
-                parent = node.parent
-                head = source[parent.start_byte : key[0]].decode("utf-8", "replace")
-                prefix = " ".join(head.split()).rstrip(".:->?")[:_MAX_QUALIFIER]
-            head = prefix.split(".", 1)[0].split("->", 1)[0] if prefix else ""
+                start = node.parent.start_byte
+                if isascii:
+                    head = text[start : key[0]]
+                else:
+                    head = source[start : key[0]].decode("utf-8", "replace")
+                if _SPACE.search(head):
+                    head = " ".join(head.split())
+                prefix = head.rstrip(".:->?")[:_MAX_QUALIFIER]
+            head = prefix.partition(".")[0].partition("->")[0] if prefix else ""
             if not prefix and name in local_names and kind != "inherit":
-                chain = spans.chain(key[0])
-                if self._is_local(name, chain, scopes) or any(
-                    name in inner.get(r, {}) for r in regions.chain(key[0])
-                ):
+                at = spans.index(key[0])
+                local = is_local.get((at, name))
+                if local is None:
+                    local = is_local[at, name] = self._is_local(name, spans.chain_at(at), scopes)
+                if local or (inner and any(name in inner.get(r, {})
+                                           for r in regions.chain(key[0]))):  # fmt: skip
                     continue
+                chain = spans.chain_at(at)
             elif member and head in local_names:
                 chain = spans.chain(key[0])  # the head's type is a local's
             else:
                 innermost = spans.innermost(key[0])  # only the enclosing definition matters
                 chain = [innermost] if innermost is not None else []
-            line, column = self._position(node)
+            if isascii:
+                row, column = node.start_point
+                line = row + 1
+            else:
+                line, column = self._position(node)
             enclosing = chain[0].qualified if chain else ""
             typed = ""
             if member and head in local_names:
@@ -493,7 +531,7 @@ class _Extractor:
                 inner_type = self._region_type(head, key[0]) if inner else None
                 if inner_type is not None:
                     typed = self._substitute(inner_type, line, chain, scopes) if inner_type else ""
-            out.append(Reference(path, name, kind, line, column, enclosing, prefix, typed))
+            out.append(make_reference(path, name, kind, line, column, enclosing, prefix, typed))
         return out
 
     def _class_scopes(self, spans: _Spans) -> None:
@@ -729,6 +767,26 @@ class _Spans:
                 return definition
             index = parent
         return None
+
+    def index(self, byte: int) -> int:
+        """The place of the innermost payload enclosing `byte` (-1: none), for `chain_at`."""
+        index = bisect.bisect_right(self._starts, byte) - 1
+        while index >= 0:
+            start, end, definition, parent = self._items[index]
+            if start <= byte < end and definition is not None:
+                return index
+            index = parent
+        return -1
+
+    def chain_at(self, index: int) -> list[Any]:
+        """`chain` from the place `index` gave."""
+        out: list[Any] = []
+        while index >= 0:
+            _, _, definition, parent = self._items[index]
+            if definition is not None:
+                out.append(definition)
+            index = parent
+        return out
 
     def chain(self, byte: int) -> list[Any]:
         index = bisect.bisect_right(self._starts, byte) - 1

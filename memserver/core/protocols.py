@@ -34,8 +34,8 @@ class Embedder(Protocol):
 
 
 __all__ = [
-    "LLM", "ChunkOptions", "Chunker", "Distiller", "Embedder", "KeywordIndex", "NullProgress",
-    "Progress", "Reranker", "Snapshot", "Sources", "TokenCounter",
+    "LLM", "ChunkOptions", "Chunker", "CodeGraph", "Distiller", "Embedder", "KeywordIndex",
+    "NullProgress", "Progress", "Reranker", "Snapshot", "Sources", "TokenCounter",
 ]  # fmt: skip
 
 
@@ -228,3 +228,18 @@ class Snapshot(Protocol):
         ...
 
     def file_state(self, path: str) -> FileState | None: ...
+
+
+class CodeGraph(Protocol):
+    """The code graph as recall's graph arm reads it (`memserver.navigate.arm`): chunk ids
+    with a score, best first."""
+
+    def defining(self, names: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        """Chunks holding a definition of what `names` name (`Client.send`, `send`,
+        `pkg.utils.send`), the best of each name first."""
+        ...
+
+    def around(self, chunk_ids: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        """Chunks of the callers and callees of what these chunks define, those of the
+        first chunk first."""
+        ...

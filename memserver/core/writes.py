@@ -7,14 +7,14 @@ the manifest, the crash marker, and erasure. Standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memserver.core.types import Chunk, FileRecord, ForgetRule, Memory
 
 __all__ = [
-    "ConsolidationWrite", "FileChanges", "FileDocument", "ForgetPlan", "NoteWrite", "Place",
-    "Revision", "Vectors", "file_documents",
+    "ConsolidationWrite", "FileChanges", "FileDocument", "FileGraph", "ForgetPlan", "NoteWrite",
+    "Place", "Revision", "Vectors", "file_documents",
 ]  # fmt: skip
 
 Place = tuple[int, int, str, str]  # where a chunk sits in its file: start, end, symbol, header
@@ -44,6 +44,19 @@ def file_documents(chunks: Sequence[Chunk]) -> list[FileDocument]:
 
 
 @dataclass(frozen=True)
+class FileGraph:
+    """The code graph of one file as it is indexed now: the key of this version
+    (`core.graph.file_version` of its manifest record), the chunks it was cut into, as (id,
+    first line, last line) in file order, and its tags in the store's row form (what
+    `IndexStore.graph_part` makes of a `FileTags`; empty tags for a file that is not code)."""
+
+    path: str
+    version: str
+    chunks: Sequence[tuple[str, int, int]]
+    rows: object
+
+
+@dataclass(frozen=True)
 class FileChanges:
     """One batch of an index run: chunks cut from changed files, files gone, and the
     memories that follow them. Written in one order whatever the batch holds."""
@@ -61,7 +74,11 @@ class FileChanges:
     notes_stale: Sequence[str] = ()  # notes citing closed chunks: active → stale
     documents: Sequence[FileDocument] = ()  # whole-file keyword documents to (re)write
     records: Sequence[FileRecord] = ()  # manifest rows (written last: the commit point)
-    removed_paths: Sequence[str] = ()  # manifest rows to drop (and their file documents)
+    removed_paths: Sequence[str] = ()  # manifest rows to drop (their graph rows and file
+    # documents go too)
+    # the code graph of every file in `records` that changed, or what gives it when the
+    # store needs it (tags made in a worker process while the chunks are written)
+    graphs: Sequence[FileGraph] | Callable[[], Sequence[FileGraph]] = ()
 
 
 @dataclass(frozen=True)

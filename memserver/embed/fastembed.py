@@ -8,9 +8,11 @@ of similar length and little compute goes to padding.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,8 @@ class FastEmbedder:
         self.cache = cache_dir(settings)
         self._model: Any = None
         self._lock = threading.Lock()
+        self._spare: queue.SimpleQueue[Any] | None = None  # sessions beyond the first
+        self.sessions = max(1, min(settings.sessions, os.cpu_count() or 1))
 
     def load(self) -> Any:
         """The model, loaded once; a failure is remembered for the whole process (see
@@ -118,6 +122,8 @@ class FastEmbedder:
         kwargs: dict[str, Any] = {"cache_dir": str(self.cache)}
         if self.settings.threads:
             kwargs["threads"] = self.settings.threads
+        elif self.sessions > 1:  # sessions side by side: one thread each
+            kwargs["threads"] = 1
         model, hint = self.settings.model, fix_hint(self.settings.model, self.cache)
         try:  # the cache alone: milliseconds when the model is there, no network ever
             return TextEmbedding(model, local_files_only=True, **kwargs)
@@ -153,13 +159,46 @@ class FastEmbedder:
         model = self.load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[list[float]] = [[] for _ in texts]
-        for group in self._groups(order, texts):
-            vectors = model.passage_embed(
+        groups = self._groups(order, texts)
+
+        def run(session: Any, group: list[int]) -> None:
+            vectors = session.passage_embed(
                 [self._clip(texts[i]) for i in group], batch_size=len(group)
             )
             for i, vec in zip(group, vectors, strict=True):
                 out[i] = vec.tolist()
+
+        sessions = self._sessions(model, len(groups))
+        if sessions is None:
+            for group in groups:
+                run(model, group)
+            return out
+
+        def lend(group: list[int]) -> None:  # a free session for this group, then back
+            session = sessions.get()
+            try:
+                run(session, group)
+            finally:
+                sessions.put(session)
+
+        with ThreadPoolExecutor(self.sessions, thread_name_prefix="embed") as pool:
+            for done in [pool.submit(lend, g) for g in groups]:
+                done.result()
         return out
+
+    def _sessions(self, model: Any, groups: int) -> queue.SimpleQueue[Any] | None:
+        """The model's sessions to run groups side by side (ONNX Runtime releases the GIL),
+        loaded on first use; None with one session or one group."""
+        if self.sessions < 2 or groups < 2:
+            return None
+        with self._lock:
+            if self._spare is None:
+                spare: queue.SimpleQueue[Any] = queue.SimpleQueue()
+                spare.put(model)
+                for _ in range(self.sessions - 1):
+                    spare.put(self._load())
+                self._spare = spare
+            return self._spare
 
     def _groups(self, order: list[int], texts: Sequence[str]) -> list[list[int]]:
         """Batches of similar length holding about `batch_tokens` padded tokens each.

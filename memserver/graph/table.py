@@ -9,13 +9,26 @@ keys and declared packages to files, folders to files.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memserver.core.graph import Definition, FileTags
 from memserver.graph.languages import family, module_keys
 
 _SEPARATORS = ("::", "#", "->", "\\")
+
+
+def lookup_text(name: str) -> tuple[str, str]:
+    """(path part, dotted name) of what a user wrote: "utils.py:send" -> ("utils.py",
+    "send"), "crate::shapes::Polygon" -> ("", "shapes.Polygon"), "Store#fetch" -> ("",
+    "Store.fetch")."""
+    text, path_part = name, ""
+    if ":" in text.replace("::", ""):
+        path_part, _, text = text.replace("::", "\0").partition(":")
+        path_part, text = path_part.replace("\0", "::"), text.replace("\0", "::")
+    for separator in _SEPARATORS:
+        text = text.replace(separator, ".")
+    return path_part, text.strip(".").removeprefix("crate.")  # Rust's path from the crate root
 
 
 class SymbolTable:
@@ -37,38 +50,69 @@ class SymbolTable:
         for tags in files:
             self._add(tags)
 
-    def _add(self, tags: FileTags) -> None:
+    def _add(self, tags: FileTags, push: Any = None) -> None:
         path = tags.path
         if path in self.files:
             return
         self.files[path] = tags
+        self.families.add(family(tags.language))
+        push = push or _push
+        for index, key, value in self._entries(tags):
+            push(getattr(self, index), key, value)
+
+    def _entries(self, tags: FileTags) -> Iterator[tuple[str, Any, Any]]:
+        """(index, key, value) of everything a file puts in the table."""
+        path = tags.path
         fam = family(tags.language)
-        self.families.add(fam)
         namespaces = sorted(
             (d.qualified for d in tags.definitions if d.kind == "module"), key=len, reverse=True
         )
         for d in tags.definitions:
-            _push(self.by_name, d.name, d)
-            _push(self.by_qualified, d.qualified, d)
+            yield "by_name", d.name, d
+            yield "by_qualified", d.qualified, d
             parts = d.qualified.split(".")
             for start in range(1, len(parts) - 1):
-                _push(self.by_tail, ".".join(parts[start:]), d)
-            _push(self.in_file, (path, d.qualified), d)
-            _push(self.names_in_file, (path, d.name), d)
+                yield "by_tail", ".".join(parts[start:]), d
+            yield "in_file", (path, d.qualified), d
+            yield "names_in_file", (path, d.name), d
             local = _local(d.qualified, namespaces, tags.package)
             if local != d.qualified:
-                _push(self.in_file, (path, local), d)
+                yield "in_file", (path, local), d
         for key in module_keys(path, tags.language):
-            _push(self.modules, (fam, key), path)
+            yield "modules", (fam, key), path
         if tags.package:
-            _push(self.packages, (fam, tags.package), path)
+            yield "packages", (fam, tags.package), path
         folder = posixpath.dirname(path)
         if folder not in self.folders:
             parts = folder.split("/") if folder else []
             for start in range(len(parts)):
-                _push(self.folder_tails, "/".join(parts[start:]), folder)
-        _push(self.folders, folder, path)
-        _push(self.basenames, posixpath.basename(path), path)
+                yield "folder_tails", "/".join(parts[start:]), folder
+        yield "folders", folder, path
+        yield "basenames", posixpath.basename(path), path
+
+    def replaced(self, gone: Iterable[str], added: Iterable[FileTags]) -> SymbolTable:
+        """A new table without the files at `gone` and with `added` (which replace files of
+        their paths), sharing what did not change with this one, which stays as it was:
+        dict copies and the changed files' entries, not a rebuild."""
+        new = SymbolTable(())
+        for index in _INDEXES:
+            setattr(new, index, dict(getattr(self, index)))
+        new.families = set(self.families)
+        added = list(added)
+        for path in (set(gone) | {t.path for t in added}) & self.files.keys():
+            tags = new.files.pop(path)
+            for index, key, value in new._entries(tags):
+                if index in ("folder_tails",):
+                    continue  # a folder's tails stay (a folder without files names none)
+                bucket = getattr(new, index)
+                kept = [v for v in bucket.get(key, ()) if v is not value]
+                if kept:
+                    bucket[key] = kept
+                else:
+                    bucket.pop(key, None)
+        for tags in added:
+            new._add(tags, _push_copy)
+        return new
 
     # --- questions ---------------------------------------------------------------------------
 
@@ -91,14 +135,7 @@ class SymbolTable:
     def lookup(self, name: str) -> list[Definition]:
         """Definitions a user may mean by `name`: "Client.send", "send", "utils.py:send",
         "pkg.mod.Client.send", "crate::shapes::Polygon", "Store#fetch"; best first."""
-        text = name.strip()
-        path_part = ""
-        if ":" in text.replace("::", ""):
-            path_part, _, text = text.replace("::", "\0").partition(":")
-            path_part, text = path_part.replace("\0", "::"), text.replace("\0", "::")
-        for separator in _SEPARATORS:
-            text = text.replace(separator, ".")
-        text = text.strip(".").removeprefix("crate.")  # Rust's path from the crate root
+        path_part, text = lookup_text(name.strip())
         if path_part:
             return self._in_paths(self._paths_like(path_part), text)
         if not text:
@@ -147,6 +184,17 @@ def _local(qualified: str, namespaces: list[str], package: str) -> str:
     if package and qualified.startswith(package + "."):
         return qualified[len(package) + 1 :]
     return qualified
+
+
+_INDEXES = (
+    "files", "by_name", "by_qualified", "by_tail", "in_file", "names_in_file", "modules",
+    "packages", "folders", "folder_tails", "basenames",
+)  # fmt: skip
+
+
+def _push_copy(index: dict[Any, Any], key: object, value: object) -> None:
+    """`_push` into a table that shares its lists with another: a new list."""
+    index[key] = [*index.get(key, ()), value]
 
 
 def _push(index: dict[Any, Any], key: object, value: object) -> None:

@@ -17,20 +17,23 @@ from pathlib import Path
 
 from indexers.walk import read_source
 from memserver.core.errors import ConfigError, ModelUnavailable
+from memserver.core.graph import file_version
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import (
     Chunk,
     ChunkDraft,
+    ChunkOptions,
     FileRecord,
     IndexReport,
     Memory,
     PathSet,
     SourceFile,
 )
-from memserver.core.writes import FileChanges, Place, file_documents
+from memserver.core.writes import FileChanges, FileGraph, Place, file_documents
 from memserver.ingest.distill import NAME as HEURISTIC
 from memserver.ingest.memories import MemoryPlanner
+from memserver.ingest.tagging import Tagger
 from memserver.store.index import IndexStore
 from memserver.text.passages import chunk_vector_key, embed_text, vector_key
 from memserver.text.secrets import mask_code, masked_counts
@@ -118,8 +121,11 @@ class Indexer:
         root: Path | None = None,
         max_file_bytes: int = 1_000_000,
         memory_vectors: str = "own",
+        tagger: Tagger | None = None,
     ) -> None:
         self.store = store
+        # the code graph's tags (in a worker process on a large run)
+        self.tagger = tagger or Tagger(ChunkOptions(), workers=0)
         # how memories derived from a chunk's own text are embedded: "own" (their text),
         # "chunk" (they share the chunk's vector), "none" (searched by keyword only)
         if memory_vectors not in MEMORY_VECTORS:
@@ -199,16 +205,30 @@ class Indexer:
             report.parse_fallbacks[fp.source.path] = result.fallback_reason
         return to_chunks(self.store.meta.project, result.chunks)
 
+    def _graphs(
+        self, cut: Sequence[tuple[_FilePlan, list[Chunk]]], tags: Iterator[object]
+    ) -> Callable[[], list[FileGraph]]:
+        """What gives the batch's code graph when the store writes it (the tags of its
+        files, next in `tags`, may still be in the making)."""
+        keys = [
+            (fp.source.path, file_version(fp.source.path, fp.digest, [c.id for c in chunks]),
+             [(c.id, c.start_line, c.end_line) for c in chunks])
+            for fp, chunks in cut
+        ]  # fmt: skip
+        return lambda: [FileGraph(path, v, spans, next(tags)) for path, v, spans in keys]
+
     def _apply(
         self,
         batch: Sequence[_FilePlan],
         states: dict[str, bool],
         memories: MemoryPlanner,
         report: IndexReport,
+        tags: Iterator[object],
         complete: bool = True,
     ) -> None:
-        """Store one batch of changed files. `states` holds every chunk id when `complete`,
-        else only some: the rest are read here, with where the cut chunks sit, in one go."""
+        """Store one batch of changed files (`tags`: its files' code graphs, next in it).
+        `states` holds every chunk id when `complete`, else only some: the rest are read
+        here, with where the cut chunks sit, in one go."""
         new: list[Chunk] = []
         existing: dict[str, Chunk] = {}
         records: list[FileRecord] = []
@@ -249,7 +269,7 @@ class Indexer:
             moved_chunks=[existing[cid] for cid in moved], closed=gone,
             memories_added=fresh, memories_revived=revived, memories_searchable=live,
             memories_hidden=hidden, follow_origin=self.distiller is not None,
-            notes_stale=memories.chunks_closed(gone),
+            notes_stale=memories.chunks_closed(gone), graphs=self._graphs(cut, tags),
             documents=file_documents([c for _, chunks in cut for c in chunks]), records=records,
         ))  # fmt: skip
         for c in new:
@@ -285,8 +305,11 @@ class Indexer:
         states = {} if partial else chunks.states()
         memories = MemoryPlanner(self.store, self.distiller, partial=partial)
         self.progress.start("chunking", len(plan.changed))
+        tags = self.tagger.tags(
+            [(fp.source.path, fp.text, fp.source.language) for fp in plan.changed]
+        )
         for batch in _batched(plan.changed, self.batch_files):
-            self._apply(batch, states, memories, report, complete=not partial)
+            self._apply(batch, states, memories, report, tags, complete=not partial)
         self.progress.finish()
         if plan.removed:
             if partial:
@@ -447,11 +470,16 @@ class Indexer:
         `embed_pending`."""
         started = time.monotonic()
         store = self.store
-        if store.dirty if trust_marker else store.needs_reconcile():
-            report.repaired = store.reconcile()
-        with store.writing():
-            plan = self.plan(files, report, only)
-            self.store_chunks(plan, report, partial=only is not None)
+        if only is None:  # a whole run: a worker for the tags starts while files are read
+            self.tagger.prepare()
+        try:
+            if store.dirty if trust_marker else store.needs_reconcile():
+                report.repaired = store.reconcile()
+            with store.writing():
+                plan = self.plan(files, report, only)
+                self.store_chunks(plan, report, partial=only is not None)
+        finally:
+            self.tagger.close()
         report.seconds_to_search = time.monotonic() - started
         if embed:
             self.embed_pending(report, stop_embedding)

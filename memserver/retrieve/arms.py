@@ -20,8 +20,9 @@ import numpy as np
 
 from indexers.ignore import path_matcher
 from memserver.config import RecallSettings
-from memserver.core.protocols import KeywordIndex, Snapshot
+from memserver.core.protocols import CodeGraph, KeywordIndex, Snapshot
 from memserver.core.requests import Filters, visible
+from memserver.retrieve import graph as graph_arms
 from memserver.retrieve.plan import QueryPlan
 from memserver.text.terms import QUERY_STOP_WORDS
 
@@ -33,7 +34,7 @@ __all__ = [
 Ranked = list[tuple[str, float]]
 Via = dict[str, set[str]]  # chunk id → the memories an arm reached it through
 Masks = tuple[np.ndarray | None, np.ndarray | None]  # chunk rows, memory rows allowed
-ArmKind = Literal["bm25", "dense", "exact"]
+ArmKind = Literal["bm25", "dense", "exact", "graph"]
 _SLACK = timedelta(days=1)  # a named day also takes the days either side (time zones)
 
 
@@ -49,6 +50,7 @@ class ArmSpec:
     depth: int  # candidates it returns
     terms: tuple[str, ...] = ()  # what a keyword arm searches
     dated: bool = False  # only notes and turns of the days the query names
+    top: int = 0  # graph/near: how many of the other arms' fused hits it looks around
 
 
 def memory_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
@@ -95,7 +97,7 @@ def time_mask(snap: Snapshot, spans: Sequence[tuple[datetime, datetime]],
 
 def plan_arms(
     plan: QueryPlan, s: RecallSettings, *, dense_count: int, include_memories: bool,
-    large: bool,
+    large: bool, graph: bool = False,
 ) -> list[ArmSpec]:  # fmt: skip
     """The arms of a query, in fusion order. Memories are searched by keyword for the
     original and canonical wording only. A dense arm stands for its route and, the last one,
@@ -135,6 +137,18 @@ def plan_arms(
                                  dated=True))  # fmt: skip
     if plan.identifiers:
         specs.append(ArmSpec("exact", "exact", "chunk", -1, s.exact_weight, 50))
+    if graph:  # the code graph's arms (retrieve/graph.py), when there is a graph
+        specs += _graph_specs(plan, s)
+    return specs
+
+
+def _graph_specs(plan: QueryPlan, s: RecallSettings) -> list[ArmSpec]:
+    specs = []
+    if s.graph_weight > 0 and plan.identifiers:
+        specs.append(ArmSpec("graph/defs", "graph", "chunk", -1, s.graph_weight, 20))
+    if s.graph_near_weight > 0 and s.graph_near_top > 0:
+        specs.append(ArmSpec("graph/near", "graph", "chunk", -1, s.graph_near_weight,
+                             s.graph_near_depth, top=s.graph_near_top))  # fmt: skip
     return specs
 
 
@@ -145,7 +159,7 @@ def _keyword_pool() -> ThreadPoolExecutor:
 
 def run_arms(
     specs: Sequence[ArmSpec], snap: Snapshot, keyword: KeywordIndex, plan: QueryPlan,
-    qvs: Sequence[np.ndarray], masks: Masks,
+    qvs: Sequence[np.ndarray], masks: Masks, graph: CodeGraph | None = None,
 ) -> tuple[dict[str, Ranked], dict[str, float], Via]:  # fmt: skip
     """Each arm's ranked chunk ids, the arms' weights, and which memories led where.
 
@@ -180,13 +194,29 @@ def run_arms(
             hits = dense_chunks(snap, qvs[sp.route], dated if sp.dated else mask, sp.depth)
         elif sp.kind == "dense":
             hits = dense_memories(snap, qvs[sp.route], mask, sp.depth, via, mmask)
+        elif sp.kind == "graph":
+            continue  # after the others: graph/near looks around their fused hits
         else:
             hits = exact_names(snap, plan, mask)
             if not hits:
                 continue
         ranked[sp.name] = list(hits)
         weights[sp.name] = sp.weight
+    for sp in specs:
+        if sp.kind == "graph" and graph is not None:
+            found = _graph(sp, graph, snap, plan, ranked, weights, mask)
+            if found:
+                ranked[sp.name], weights[sp.name] = found, sp.weight
     return ranked, weights, via
+
+
+def _graph(
+    sp: ArmSpec, graph: CodeGraph, snap: Snapshot, plan: QueryPlan, ranked: dict[str, Ranked],
+    weights: dict[str, float], mask: np.ndarray | None,
+) -> Ranked:  # fmt: skip
+    if sp.name == "graph/defs":
+        return graph_arms.defining_arm(graph, snap, plan.identifiers, mask, sp.depth)
+    return graph_arms.near_arm(graph, snap, ranked, weights, mask, sp.top, sp.depth)
 
 
 def _bm25(

@@ -20,7 +20,14 @@ from memserver.config import RecallSettings
 from memserver.core import render
 from memserver.core.errors import ModelUnavailable
 from memserver.core.ids import content_hash
-from memserver.core.protocols import Embedder, KeywordIndex, Reranker, Snapshot, TokenCounter
+from memserver.core.protocols import (
+    CodeGraph,
+    Embedder,
+    KeywordIndex,
+    Reranker,
+    Snapshot,
+    TokenCounter,
+)
 from memserver.core.requests import LIMITS, Filters, check_budget, check_format, check_query
 from memserver.core.types import Evidence, RecallResult
 from memserver.retrieve import arms
@@ -60,6 +67,7 @@ class Recaller:
         reranker: Reranker | None = None,
         expander: Expander | None = None,
         root: Path | None = None,
+        graph: CodeGraph | None = None,
         files: KeywordIndex | None = None,
         dense_chars: int = 2000,
         file_order: FileOrder | None = None,
@@ -73,6 +81,7 @@ class Recaller:
         self.expander = expander
         self.file_order = file_order  # an LLM's order of a long query's files (optional)
         self.root = root  # the project root, to tell when a returned file changed since
+        self.graph = graph  # the code graph, for the graph arms (None: no graph arms)
         self.files = files  # whole-file keyword index (long queries' file arm), if any
         self.dense_chars = dense_chars  # what the embedding model sees of a text
         self.degraded = ""  # set when recall runs without the model (and why)
@@ -241,8 +250,9 @@ class Recaller:
         routes = plan.routes[: max(1, s.dense_routes)]
         qvs = self._query_vectors(snap, lambda: [r.text for r in routes])
         specs = arms.plan_arms(plan, s, dense_count=len(qvs), include_memories=include_memories,
-                               large=snap.large)  # fmt: skip
-        ranked, weights, via = arms.run_arms(specs, snap, self.keyword, plan, qvs, masks)
+                               large=snap.large, graph=self.graph is not None)  # fmt: skip
+        ranked, weights, via = arms.run_arms(specs, snap, self.keyword, plan, qvs, masks,
+                                             self.graph)  # fmt: skip
         fused = rrf(ranked, weights, k=s.rrf_k)[: max(plan.depth, 3 * k)]
         firsts = {a.split("/", 1)[1]: r for a, r in ranked.items() if a.startswith("original/")}
         return self._evidence(snap, fused, via), firsts

@@ -254,11 +254,77 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
                                         requests.check_scope(scope or {}))  # fmt: skip
         return schemas.AttributeOutput.model_validate(result)
 
+    _add_graph_tools(server)
+
     @server.tool(title="Index status", description=schemas.STATUS, annotations=READ_ONLY)
     async def status(ctx: Context[AppContext, Any]) -> dict[str, Any]:
         app = ctx.request_context.lifespan_context
         with tool_errors("status"):
             return await run_blocking(app, app.backend.status)
+
+
+def _graph_result(text: str, structured: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=structured)  # fmt: skip
+
+
+def _add_graph_tools(server: MCPServer[AppContext]) -> None:
+    """outline, symbol, references, neighbors: the code graph, read-only and budgeted."""
+
+    @server.tool(title="Outline files or map the repository", description=schemas.OUTLINE,
+                 annotations=READ_ONLY)  # fmt: skip
+    async def outline(
+        ctx: Context[AppContext, Any],
+        path: Annotated[str | None, Field(description=schemas.OUTLINE_PATH)] = None,
+        budget_tokens: schemas.BudgetTokens = None,
+    ) -> Annotated[CallToolResult, schemas.GraphOutput]:
+        app = ctx.request_context.lifespan_context
+        with tool_errors("outline"):
+            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
+            text, data = await run_blocking(app, app.backend.outline, path or None, budget)
+        return _graph_result(text, data)
+
+    @server.tool(title="Find definitions", description=schemas.SYMBOL, annotations=READ_ONLY)
+    async def symbol(
+        ctx: Context[AppContext, Any],
+        name: Annotated[str, Field(description=schemas.NAME)],
+        budget_tokens: schemas.BudgetTokens = None,
+    ) -> Annotated[CallToolResult, schemas.GraphOutput]:
+        app = ctx.request_context.lifespan_context
+        with tool_errors("symbol"):
+            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
+            text, data = await run_blocking(app, app.backend.symbol, name, budget)
+        return _graph_result(text, data)
+
+    @server.tool(title="Find references and callers", description=schemas.REFERENCES,
+                 annotations=READ_ONLY)  # fmt: skip
+    async def references(
+        ctx: Context[AppContext, Any],
+        name_or_id: Annotated[str, Field(description=schemas.NAME_OR_ID)],
+        kinds: Annotated[list[str] | None, Field(description=schemas.REF_KINDS)] = None,
+        budget_tokens: schemas.BudgetTokens = None,
+    ) -> Annotated[CallToolResult, schemas.GraphOutput]:
+        app = ctx.request_context.lifespan_context
+        with tool_errors("references"):
+            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
+            kinds_ = requests.check_list("kinds", kinds)
+            text, data = await run_blocking(app, app.backend.references, name_or_id, kinds_,
+                                            budget)  # fmt: skip
+        return _graph_result(text, data)
+
+    @server.tool(title="Callers and callees", description=schemas.NEIGHBORS,
+                 annotations=READ_ONLY)  # fmt: skip
+    async def neighbors(
+        ctx: Context[AppContext, Any],
+        id: Annotated[str, Field(description=schemas.ITEM_ID)],
+        depth: Annotated[int, Field(description=schemas.DEPTH, ge=1, le=2)] = 1,
+        budget_tokens: schemas.BudgetTokens = None,
+    ) -> Annotated[CallToolResult, schemas.GraphOutput]:
+        app = ctx.request_context.lifespan_context
+        with tool_errors("neighbors"):
+            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
+            text, data = await run_blocking(app, app.backend.neighbors, id, depth, budget)
+        return _graph_result(text, data)
 
 
 @contextmanager

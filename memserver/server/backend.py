@@ -26,6 +26,7 @@ from memserver.core.requests import Filters, Note, Scope, caller_scope, visible
 if TYPE_CHECKING:
     from indexers.watcher import Watcher
     from memserver.engine import Engine
+    from memserver.navigate.service import Navigator
     from memserver.retrieve.attribute import Attributor
     from memserver.retrieve.recall import Recaller
     from memserver.store.index import IndexStore
@@ -63,6 +64,8 @@ class Backend:
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
         self._watcher: Watcher | None = None
+        self._navigation: tuple[IndexStore, Navigator] | None = None  # code graph tools
+        self._nav_lock = threading.Lock()
 
     # -- loading -------------------------------------------------------------------
 
@@ -264,3 +267,31 @@ class Backend:
             "source_ids": list(m.source_ids), "entities": list(m.entities),
             "distiller": m.distiller,
         }  # fmt: skip
+
+    # -- the code graph: outline, symbol, references, neighbors -----------------------
+
+    def _navigator(self) -> Navigator:
+        """The navigator over the loaded store (built once per store)."""
+        engine, _, store = self.ready()
+        with self._nav_lock:
+            if self._navigation is None or self._navigation[0] is not store:
+                self._navigation = (store, engine.navigator(store))
+            return self._navigation[1]
+
+    def outline(self, path: str | None, budget_tokens: int | None) -> tuple[str, dict[str, Any]]:
+        found = self._navigator().outline(path, budget_tokens)
+        return found.text, found.data
+
+    def symbol(self, name: str, budget_tokens: int | None) -> tuple[str, dict[str, Any]]:
+        found = self._navigator().symbol(name, budget_tokens)
+        return found.text, found.data
+
+    def references(self, name_or_id: str, kinds: tuple[str, ...], budget_tokens: int | None
+                   ) -> tuple[str, dict[str, Any]]:  # fmt: skip
+        found = self._navigator().references(name_or_id, kinds, budget_tokens)
+        return found.text, found.data
+
+    def neighbors(self, item_id: str, depth: int, budget_tokens: int | None
+                  ) -> tuple[str, dict[str, Any]]:  # fmt: skip
+        found = self._navigator().neighbors(item_id, depth, budget_tokens)
+        return found.text, found.data

@@ -248,3 +248,69 @@ class AttributeOutput(BaseModel):
     claims: list[Claim]
     unsupported: list[str] = Field(description="Claims no loaded evidence supports.")
     rejected: list[str] = Field(description="Ids that are not in the index; never cited.")
+
+
+# -- the code graph: outline, symbol, references, neighbors -----------------------------
+
+_GRAPH_ITEMS = """\
+Every item has its `path`, 1-based inclusive `start_line`-`end_line` (or `line`), `symbol`
+(qualified), `kind` and `chunk_id`: read the code with the resource memserver://chunk/{id},
+or pass the id to `attribute`; `stale: true` means the file changed since it was indexed
+(re-read it). `tokens`/`truncated`: the whole answer fits `budget_tokens`; truncated=true
+means items were left out: raise the budget or narrow. From the tree-sitter code graph, kept
+as fresh as recall; names are matched by the code's imports and scopes, not by text."""
+
+OUTLINE = f"""\
+What a file, folder or glob defines, nested (methods under their class), with each
+definition's signature line and span; without `path`, a map of the whole repository: its
+most referenced definitions first (PageRank over which files use which names, as Aider's
+repo map), grouped by file, cut to the budget. Use it to get one's bearings in an unknown
+codebase or before reading a large file.
+
+{_GRAPH_ITEMS} Read-only."""
+
+SYMBOL = f"""\
+Where a name is defined: its definitions (a qualified name `Client.send`, a bare `send`, a
+module path `pkg.utils.send`, a file and name `utils.py:send`, or an id s_… from another
+answer), best first, each with its signature line, the first line of its docstring, its
+span and its id (pass it to `references` or `neighbors`). Use it instead of grepping for
+`def send`.
+
+{_GRAPH_ITEMS} Read-only."""
+
+REFERENCES = f"""\
+Every use of a definition (name or id as `symbol` takes, or a chunk id c_…), grouped by
+file, each with its line, kind (call, import, inherit, type, other), the expression as
+written (`self.client.send`) and the definition it is written in (so kinds=['call'] lists
+the callers). `uncertain` counts uses of the name the graph cannot tie to a definition for
+sure (a receiver of unknown type): grep for those if it matters.
+
+{_GRAPH_ITEMS} Read-only."""
+
+NEIGHBORS = f"""\
+What a definition or chunk is connected to: its callers (the definitions whose code refers
+to it) and its callees (the definitions its code refers to), depth 1 (direct) or 2: what to
+read before changing it, and what may break. Give a symbol id s_…, a chunk id c_… (from
+recall or any other answer) or a name.
+
+{_GRAPH_ITEMS} Read-only."""
+
+OUTLINE_PATH = (
+    "A file, folder or gitignore-style glob relative to the project root ('src/app.py', "
+    "'src/', 'src/**/*.ts'); omit for a map of the whole repository."
+)
+NAME = "A name (`Client.send`, `send`, `utils.py:send`) or a symbol id s_…."
+NAME_OR_ID = "A name (`Client.send`, `send`), a symbol id s_… or a chunk id c_…."
+REF_KINDS = "Only these reference kinds: call, import, inherit, type, other ('call' for callers)."
+ITEM_ID = "A symbol id s_…, a chunk id c_… (e.g. from recall) or a name."
+DEPTH = "1: direct callers and callees; 2: also theirs."
+
+
+class GraphOutput(BaseModel):
+    """A code graph answer (its items are described in the tool's description)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    tokens: int = Field(description="Tokens of this whole answer (within budget_tokens).")
+    truncated: bool = Field(description="True when items were left out to fit the budget.")
+    total: int | None = Field(default=None, description="Items before any were left out.")

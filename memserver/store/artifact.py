@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from memserver.core.errors import IndexMismatch, PathError, StoreError
+from memserver.store import graphsync
 from memserver.store.failures import write_error
 from memserver.store.index import IndexStore
 from memserver.store.lock import LOCK_FILE, WriterLock
@@ -60,6 +61,8 @@ class ArtifactInfo:
     memories: int
     chunks_unembedded: int = 0
     memserver_version: str = ""
+    definitions: int = 0  # the code graph's current definitions and references
+    references: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,6 +161,8 @@ def _describe(store: IndexStore) -> ArtifactInfo:
         memories=store.memories.count_active(),
         chunks_unembedded=store.chunks.count_unembedded() if meta.dim else 0,
         memserver_version=ours,
+        definitions=store.graph.count_current()[1],
+        references=store.graph.count_current()[2],
     )
 
 
@@ -403,6 +408,13 @@ def _verify(archive: Path, staged: Path, info: ArtifactInfo, root: Path) -> None
     found = store.chunks.count_current()
     if found != info.chunks:
         raise _damaged(archive, f"it holds {found} chunks, {INFO_NAME} says {info.chunks}")
+    _, definitions, references = store.graph.count_current()
+    if (definitions, references) != (info.definitions, info.references):
+        raise _damaged(archive, f"its code graph holds {definitions} definitions and "
+                       f"{references} references, {INFO_NAME} says {info.definitions} and "
+                       f"{info.references}")  # fmt: skip
+    if not graphsync.agrees(store.files.read(), store.graph):
+        raise _damaged(archive, "its code graph does not match its files manifest")
 
 
 def _swap(staged: Path, index_dir: Path, lock_timeout: float) -> None:

@@ -17,8 +17,10 @@ Each check yields a `Check` (check, ok, detail, fixed), in this order:
                  process outside our writer lock is reported, not touched.
   unique-ids     no two rows share an id (or a manifest path). Not repairable: rebuild.
   sync           the manifest, LanceDB's current rows and tantivy's documents (chunks
-                 and memories) agree. Repair: `IndexStore.reconcile`; when the memories
-                 table lost rows, every file is also passed again to re-make them.
+                 and memories) agree, and the code graph holds exactly the versions of the
+                 files the manifest names, complete. Repair: `IndexStore.reconcile` (a file
+                 whose graph is gone is indexed again); when the memories table lost rows,
+                 every file is also passed again to re-make them.
   crash-marker   a DIRTY marker while nobody holds writer.lock: a write died midway.
                  Repair: reconcile, then clear it.
   notes          notes and turns stored without the memories their text makes. Repair:
@@ -359,10 +361,13 @@ def _marker_owner(marker: Path) -> str:
 def _duplicates(store: IndexStore) -> str:
     """Rows sharing an id (or manifest path): not something reconcile can fix."""
     rows = store.counts()
+    symbols, refs = store.graph.distinct_ids()
     counts = {
         "chunks": (rows["chunks"], len(store.chunks.states())),
         "memories": (rows["memories"], len(store.memories.states())),
         "files": (rows["files"], len(store.files.read())),
+        "symbols": (rows["symbols"], symbols),
+        "refs": (rows["refs"], refs),
     }
     extra = [f"{name} {rows - ids}" for name, (rows, ids) in counts.items() if rows != ids]
     if not extra:

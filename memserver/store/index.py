@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,11 +32,12 @@ from memserver.core.writes import (
     Vectors,
     file_documents,
 )
-from memserver.store import forgotten, statecache
+from memserver.store import forgotten, graphsync, statecache
 from memserver.store import lancedb as ldb
 from memserver.store.bm25 import Bm25Index
 from memserver.store.chunks import ChunkRows
 from memserver.store.events import EventLog
+from memserver.store.graph import GraphRows, graph_part
 from memserver.store.lancedb import Table, in_list, lance_errors
 from memserver.store.lock import WriterLock
 from memserver.store.manifest import FileManifest
@@ -47,16 +49,23 @@ from memserver.store.schema import (
     events_schema,
     files_schema,
     memory_schema,
+    refs_schema,
+    symbols_schema,
 )
 from memserver.store.statecache import DIRTY
 
-__all__ = ["CHUNKS", "EVENTS", "FILES", "MEMORIES", "TABLES", "IndexStore"]
+__all__ = [
+    "CHUNKS", "EVENTS", "FILES", "MEMORIES", "REFS", "SYMBOLS", "TABLES", "IndexStore",
+    "graph_part",
+]  # fmt: skip
 
 CHUNKS = "chunks"
 FILES = "files"
 MEMORIES = "memories"
 EVENTS = "events"
-TABLES = (CHUNKS, FILES, MEMORIES, EVENTS)
+SYMBOLS = "symbols"  # the code graph (store/graph.py)
+REFS = "refs"
+TABLES = (CHUNKS, FILES, MEMORIES, EVENTS, SYMBOLS, REFS)
 
 
 FILE_KEYWORD_DIR = "bm25-files"  # the whole-file keyword index, beside the chunks' "bm25"
@@ -81,7 +90,8 @@ class IndexStore:
         self.meta = meta
         dim = meta.dim
         schemas = {CHUNKS: chunk_schema(dim), FILES: files_schema(),
-                   MEMORIES: memory_schema(dim), EVENTS: events_schema()}  # fmt: skip
+                   MEMORIES: memory_schema(dim), EVENTS: events_schema(),
+                   SYMBOLS: symbols_schema(), REFS: refs_schema()}  # fmt: skip
         with lance_errors(f"open the tables in {index_dir / 'lance'}"):
             self._db = ldb.connect(index_dir / "lance")
             found = {n: ldb.open_table(self._db, n, sc, create=create) for n, sc in schemas.items()}
@@ -97,6 +107,7 @@ class IndexStore:
         self.files = FileManifest(self._tables[FILES])
         self.memories = MemoryRows(self._tables[MEMORIES], dim)
         self.events = EventLog(self._tables[EVENTS])
+        self.graph = GraphRows(self._tables[SYMBOLS], self._tables[REFS])
         self.keyword = Bm25Index(index_dir / "bm25")
         # whole files, in an index of their own: their statistics must not move the chunks'
         self.file_keyword = Bm25Index(index_dir / FILE_KEYWORD_DIR, optional=True)
@@ -146,6 +157,11 @@ class IndexStore:
     def lock(self, timeout: float, purpose: str = "") -> WriterLock:
         return WriterLock(self.dir, timeout, purpose)
 
+    def graph_fingerprint(self) -> list[Any] | None:
+        """What readers of the code graph compare to see that it moved (a directory
+        listing: the latest manifests of its tables and of the files manifest)."""
+        return statecache.fingerprint(self.dir, (SYMBOLS, REFS, FILES))
+
     def table(self, name: str) -> Table:
         """A LanceDB table, for the store's own read models and maintenance."""
         return self._tables[name]
@@ -192,7 +208,9 @@ class IndexStore:
 
     def commit_files(self, c: FileChanges) -> None:
         """One batch of an index run, in the order that a crash anywhere leaves repairable:
-        new and reopened rows, then the keyword index, then closings, then the manifest."""
+        new and reopened rows, then the keyword index, then the code graph's new versions
+        of the batch's files (their tags may come from a worker still making them), then
+        closings (the graph versions they replace too), then the manifest."""
         with self.writing():
             self.chunks.insert(c.added)
             self.chunks.set_valid_to([x.id for x in c.reopened], closed=False)
@@ -210,13 +228,29 @@ class IndexStore:
                 self.file_keyword.delete(c.removed_paths)
                 self.file_keyword.add_files(c.documents)
                 self.file_keyword.commit()
+            replaced = self._open_graphs(c)  # last of the new rows: its tags may be late
             self.chunks.set_valid_to(c.closed, closed=True)
+            self.graph.set_current(replaced, current=False)
             if c.notes_stale:
                 self.memories.set_status(c.notes_stale, STALE, was=ACTIVE)
             if c.follow_origin and c.closed:
                 self.memories.set_status_by_origin(c.closed, STALE, was=ACTIVE)
             if c.records or c.removed_paths:
                 self.files.write(c.records, c.removed_paths)
+
+    def _open_graphs(self, c: FileChanges) -> list[str]:
+        """Write the graph versions of the batch not stored yet and reopen those stored but
+        closed; return the current versions of these files they replace (to close)."""
+        graphs = c.graphs() if callable(c.graphs) else c.graphs
+        paths = [g.path for g in graphs] + list(c.removed_paths)
+        if not paths:
+            return []
+        stored = self.graph.file_rows(paths)
+        wanted = {g.version for g in graphs}
+        self.graph.insert([g for g in graphs if g.version not in stored])
+        back = sorted(v for v in wanted if v in stored and not stored[v].current)
+        self.graph.set_current(back, current=True)
+        return sorted(v for v, row in stored.items() if row.current and v not in wanted)
 
     def store_vectors(
         self, chunks: Vectors | None = None, memories: Vectors | None = None, *,
@@ -268,6 +302,11 @@ class IndexStore:
                 forgotten.add_rules(self.dir, p.rules)
             if p.paths:
                 self.files.write([], p.paths)  # then a forgotten file's commit point
+                versions = sorted(self.graph.file_rows(p.paths))  # its code graph goes too
+                if p.erase:
+                    self.graph.delete_versions(versions)
+                else:
+                    self.graph.set_current(versions, current=False)
             self.chunks.set_valid_to(p.chunks, closed=True)
             self.memories.set_status([*p.memories, *p.abstractions], FORGOTTEN)
             self.memories.set_status(p.stale, STALE)
@@ -341,7 +380,7 @@ class IndexStore:
 
     def compact(self) -> None:
         with lance_errors("compact the tables"):
-            ldb.compact([self._tables[CHUNKS], self._tables[FILES]])
+            ldb.compact([self._tables[n] for n in (CHUNKS, FILES, SYMBOLS, REFS)])
 
     def housekeep(self, older_than: timedelta) -> None:
         """Compact every table and drop versions older than `older_than`, so a long-watched
@@ -418,11 +457,13 @@ class IndexStore:
         if self.dirty:
             return True
         files = self.chunks.count_current(origin="file")
-        referenced = sum(len(r.chunk_ids) for r in self.files.read().values())
+        manifest = self.files.read()
+        referenced = sum(len(r.chunk_ids) for r in manifest.values())
         return not (
             files == referenced
             and self.chunks.count_current() == self.keyword.count("chunk")
             and self.memories.count_searchable() == self.keyword.count("memory")
+            and graphsync.agrees(manifest, self.graph)
             and self.files.count() == self.file_keyword.count("file")
         )
 
@@ -463,11 +504,11 @@ class IndexStore:
             return self._reconcile()
 
     def _reconcile(self) -> int:
+        fixed = self._reconcile_graph_rows()
         states = self.chunks.states(origin="file")
         manifest = self.files.read()
         referenced = {cid for rec in manifest.values() for cid in rec.chunk_ids}
         current = {cid for cid, is_current in states.items() if is_current}
-        fixed = 0
         orphans = sorted(current - referenced)
         if orphans:
             self.chunks.set_valid_to(orphans, closed=True)
@@ -495,7 +536,30 @@ class IndexStore:
             self.keyword.add(c for c, _ in self.chunks.get(missing).values())
             self.keyword.commit()
             fixed += len(extra) + len(missing)
-        return fixed + self._reconcile_file_documents() + self._reconcile_memories()
+        return (
+            fixed
+            + self._reconcile_graph_states()
+            + self._reconcile_file_documents()
+            + self._reconcile_memories()
+        )
+
+    def _reconcile_graph_rows(self) -> int:
+        """Drop graph versions a write cut short, and the manifest entries of files whose
+        current version has no complete graph (their chunks, then unlisted, are closed
+        below, and the next run indexes them again)."""
+        plan = graphsync.plan(self.files.read(), self.graph)
+        if plan.broken:
+            self.graph.delete_versions(plan.broken)
+        if plan.redo:
+            self.files.write([], plan.redo)
+        return len(plan.broken) + len(plan.redo)
+
+    def _reconcile_graph_states(self) -> int:
+        """The versions the (final) manifest names are current, every other one closed."""
+        plan = graphsync.plan(self.files.read(), self.graph)
+        self.graph.set_current(plan.reopen, current=True)
+        self.graph.set_current(plan.close, current=False)
+        return len(plan.reopen) + len(plan.close)
 
     def _reconcile_file_documents(self) -> int:
         """The file index holds one document per manifest entry (an index made before it
@@ -527,8 +591,10 @@ class IndexStore:
         in_bm25 = self.keyword.all_ids("chunk")
         stale, back, searchable = self._memory_plan()
         memories_in_bm25 = self.keyword.all_ids("memory")
+        graph = graphsync.plan(manifest, self.graph).counts()
         file_docs = self.file_keyword.all_ids("file")
         return {
+            **graph,
             "current chunks no manifest entry lists": len((current & stored) - referenced),
             "closed chunks the manifest lists": len(closed),
             "files whose chunk rows are gone": len(redo),
@@ -604,7 +670,8 @@ class IndexStore:
 
     def counts(self) -> Mapping[str, int]:
         """Rows per table (for `doctor`'s unique-id check)."""
+        symbols, refs = self.graph.count_rows()
         return {
             CHUNKS: self.chunks.count_rows(), MEMORIES: self.memories.count_rows(),
-            FILES: self.files.count(),
+            FILES: self.files.count(), SYMBOLS: symbols, REFS: refs,
         }  # fmt: skip

@@ -173,6 +173,13 @@ def take_row_ids(table: Table, row_ids: Sequence[int], columns: Sequence[str]) -
     return table.take_row_ids(list(row_ids)).select(list(columns)).to_arrow()
 
 
+def sorted_columns(parts: Sequence[pa.Table], key: str) -> dict[str, list[Any]]:
+    """Scanned parts joined and sorted by `key`, as Python lists per column."""
+    merged = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    merged = merged.sort_by(key)
+    return {name: merged.column(name).to_pylist() for name in merged.column_names}
+
+
 def count(table: Table, where: str | None = None) -> int:
     return int(table.count_rows(where) if where else table.count_rows())
 
@@ -194,6 +201,11 @@ def vector_matrix(data: pa.Table, dim: int) -> np.ndarray | None:
 
 def add(table: Table, rows_: list[dict[str, Any]]) -> None:
     table.add(pa.Table.from_pylist(rows_, schema=table.schema))
+
+
+def add_columns(table: Table, columns: Mapping[str, Sequence[Any]]) -> None:
+    """Append rows given column by column (cheaper than row dicts for many small rows)."""
+    table.add(pa.Table.from_pydict(dict(columns), schema=table.schema))
 
 
 def upsert(
@@ -270,6 +282,10 @@ def update_ids(
 
 def update_where(table: Table, where: str, values: dict[str, Any]) -> None:
     table.update(where=where, values=values)
+
+
+def delete_where(table: Table, where: str) -> None:
+    table.delete(where)
 
 
 def delete_ids(table: Table, column: str, ids: Sequence[str]) -> None:

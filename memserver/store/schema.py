@@ -12,7 +12,7 @@ from memserver.store.meta import SCHEMA_VERSION
 
 __all__ = [
     "SCHEMA_VERSION", "chunk_schema", "events_schema", "files_schema", "memory_schema",
-    "scope_pairs", "scope_row",
+    "refs_schema", "scope_pairs", "scope_row", "symbols_schema",
 ]  # fmt: skip
 
 _SCOPE = pa.struct(
@@ -120,6 +120,71 @@ def events_schema() -> pa.Schema:
             pa.field("after", pa.string()),
             pa.field("actor", pa.string()),
             pa.field("reason", pa.string()),
+        ]
+    )
+
+
+_IMPORT = pa.struct(
+    [
+        pa.field("module", pa.string()),
+        pa.field("name", pa.string()),
+        pa.field("alias", pa.string()),
+        pa.field("line", pa.int32()),
+        pa.field("star", pa.bool_()),
+        pa.field("enclosing", pa.string()),
+    ]
+)
+
+
+def symbols_schema() -> pa.Schema:
+    """`symbols`: the code graph's definitions, and one `file` row per version of a file
+    (its language, package, imports and row counts: what resolution needs of the file, and
+    the proof that the version's rows are all there). Rows of one version share `version`
+    (`core.graph.file_version`); ids are that version and the row's place in it."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("path", pa.string()),
+            pa.field("version", pa.string()),
+            pa.field("language", pa.string()),
+            pa.field("kind", pa.string()),  # a definition kind, or "file"
+            pa.field("name", pa.string()),
+            pa.field("qualified", pa.string()),
+            pa.field("parent", pa.string()),
+            pa.field("signature", pa.string()),
+            pa.field("doc", pa.string()),
+            pa.field("start_line", pa.int32()),
+            pa.field("end_line", pa.int32()),
+            pa.field("name_line", pa.int32()),
+            pa.field("declared_type", pa.string()),
+            pa.field("declaration", pa.bool_()),
+            pa.field("chunk_id", pa.string()),  # the chunk its first line sits in
+            pa.field("package", pa.string()),  # file rows: the declared package
+            pa.field("imports", pa.list_(_IMPORT)),  # file rows: every imported binding
+            pa.field("definitions", pa.int32()),  # file rows: rows of this version here
+            pa.field("references", pa.int32()),  # file rows: rows of this version in refs
+            pa.field("valid_to", _TS),
+        ]
+    )
+
+
+def refs_schema() -> pa.Schema:
+    """`refs`: the code graph's references (calls, imports, bases, types, other uses), each
+    with its enclosing definition and the chunk it sits in. Resolved when asked."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("path", pa.string()),
+            pa.field("version", pa.string()),
+            pa.field("name", pa.string()),
+            pa.field("kind", pa.string()),  # call, import, inherit, type, other
+            pa.field("line", pa.int32()),
+            pa.field("column", pa.int32()),
+            pa.field("enclosing", pa.string()),
+            pa.field("qualifier", pa.string()),
+            pa.field("receiver_type", pa.string()),
+            pa.field("chunk_id", pa.string()),
+            pa.field("valid_to", _TS),
         ]
     )
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memserver.store.index import CHUNKS, EVENTS, FILES, MEMORIES
+from memserver.store.index import CHUNKS, EVENTS, FILES, MEMORIES, REFS, SYMBOLS
 
-TABLES = (CHUNKS, FILES, MEMORIES, EVENTS)
+TABLES = (CHUNKS, FILES, MEMORIES, EVENTS, SYMBOLS, REFS)
 _SCAN_BATCH = 4096
 
 

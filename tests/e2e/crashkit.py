@@ -89,6 +89,8 @@ def snapshot(root: Path, index_dir: Path) -> dict[str, Any]:
         ("chunks", store.table("chunks"), "id"),
         ("memories", store.memories.table, "id"),
         ("files", store.table("files"), "path"),
+        ("symbols", store.table("symbols"), "id"),
+        ("refs", store.table("refs"), "id"),
     ):
         ids = table.search().select([key]).limit(None).to_arrow().column(key).to_pylist()
         assert len(ids) == len(set(ids)), f"duplicate rows in LanceDB table {name}"
@@ -100,6 +102,9 @@ def snapshot(root: Path, index_dir: Path) -> dict[str, Any]:
         "manifest": {p: sorted(r.chunk_ids) for p, r in store.files.read().items()},
         "unembedded": store.chunks.count_unembedded(),
         "dirty": store.dirty,
+        # the code graph: the current version of each file, and its current rows
+        "graph": sorted((r.path, v) for v, r in store.graph.file_rows().items() if r.current),
+        "graph_rows": store.graph.count_current(),
     }
 
 

@@ -95,6 +95,19 @@ def test_round_trip_recalls_the_same(sample_repo: Path, exported: Path, tmp_path
     assert leftovers(copy) == []
 
 
+def test_the_code_graph_travels_with_the_artifact(
+    sample_repo: Path, exported: Path, tmp_path: Path
+) -> None:
+    asked = [("symbol", "RetryPolicy.delays"), ("references", "RetryPolicy"),
+             ("outline", "src/http_client.py")]  # fmt: skip
+    before = [ok(*q, "--root", str(sample_repo)) for q in asked]
+    assert before[0]["definitions"] and before[1]["files"] and before[2]["files"]
+    copy = checkout(sample_repo, tmp_path / "elsewhere" / "repo")
+    result = ok("import", str(exported), "--root", str(copy), "--embedder", "hashing")
+    assert result["artifact"]["definitions"] > 0 and result["artifact"]["references"] > 0
+    assert [ok(*q, "--root", str(copy)) for q in asked] == before
+
+
 def test_index_after_import_redoes_only_what_changed(
     sample_repo: Path, exported: Path, tmp_path: Path
 ) -> None:

@@ -40,7 +40,8 @@ def error_text(result: Any) -> str:
 async def test_tools_list_shows_schemas_and_annotations(indexed_repo: Path, mode: str) -> None:
     async with Client(server_for(indexed_repo), mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"recall", "remember", "attribute", "forget", "status"}
+    assert set(tools) == {"recall", "remember", "attribute", "forget", "status", "outline",
+                          "symbol", "references", "neighbors"}  # fmt: skip
     writes = {"remember": False, "forget": True}  # tool → destructive
     for name, tool in tools.items():
         ann = tool.annotations
@@ -63,6 +64,13 @@ async def test_tools_list_shows_schemas_and_annotations(indexed_repo: Path, mode
     )
     for words in ("found", "budget_tokens", "memserver://chunk/{id}", "truncated"):
         assert words in rec.description
+    graph = {"outline": [], "symbol": ["name"], "references": ["name_or_id"], "neighbors": ["id"]}
+    for name, required in graph.items():
+        schema = tools[name].input_schema
+        assert schema.get("required", []) == required and "budget_tokens" in schema["properties"]
+        assert {"tokens", "truncated"} <= set(tools[name].output_schema["properties"])
+        for words in ("chunk_id", "stale", "budget_tokens"):
+            assert words in tools[name].description
 
 
 async def test_recall_returns_structured_evidence_within_budget(indexed_repo: Path) -> None:
@@ -231,5 +239,5 @@ async def test_event_loop_answers_while_the_engine_is_busy(indexed_repo: Path) -
             backend.lock.release()  # never leave the worker thread waiting
         with anyio.fail_after(WAIT):
             await done.wait()
-    assert len(tools.tools) == 5 and len(templates.resource_templates) == 2
+    assert len(tools.tools) == 9 and len(templates.resource_templates) == 2
     assert not results[0].is_error

@@ -35,7 +35,8 @@ SERVE = (
 TOKEN = "test-token-" + "0123456789" * 3  # 32 or more characters, as every token must be
 WAIT = 60  # seconds: process start plus the first engine load, on a busy 2-core runner
 QUERY = {"query": "send a request again with backoff"}
-TOOLS = {"recall", "remember", "attribute", "forget", "status"}
+TOOLS = {"recall", "remember", "attribute", "forget", "status", "outline", "symbol", "references",
+         "neighbors"}  # fmt: skip
 INIT = {
     "protocolVersion": "2025-06-18",
     "capabilities": {},

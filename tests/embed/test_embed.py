@@ -34,6 +34,16 @@ def test_fastembed_model_embeds_documents_in_input_order() -> None:
     assert cosine(q, vecs[2]) > cosine(q, vecs[0])
 
 
+@requires_model
+def test_two_sessions_give_the_vectors_of_one_in_input_order() -> None:
+    texts = [f"def handler_{n}(request):\n    return {'x' * (n * 37 % 900)}" for n in range(60)]
+    one = make_embedder(EmbeddingSettings(sessions=1, batch_tokens=256)).embed_documents(texts)
+    two_embedder = make_embedder(EmbeddingSettings(sessions=2, batch_tokens=256))
+    two = two_embedder.embed_documents(texts)
+    assert min(cosine(a, b) for a, b in zip(one, two, strict=True)) > 0.9999
+    assert two_embedder._spare is not None and two_embedder._spare.qsize() == 2  # both ran
+
+
 def test_identity_needs_no_model() -> None:
     assert embedder_identity(EmbeddingSettings()) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
     assert embedder_identity(EmbeddingSettings(model="none")) == ("none", 0)

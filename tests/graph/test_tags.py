@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import indexers.treesitter.tags
 import memserver.core.graph
-from indexers.chunking import FileChunker
+from indexers.chunking import FileChunker, tag_file
 from indexers.treesitter import LANGUAGES
 from indexers.treesitter.registry import query_text, tags_queries
 from indexers.treesitter.tags import extract_tags, parse
@@ -140,30 +140,41 @@ def test_chunk_symbols_are_the_graphs_qualified_names(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CODE_FIXTURES))
-def test_chunk_and_tag_share_one_parse_and_give_what_each_gives_alone(name: str) -> None:
+def test_tag_file_tags_the_tree_the_chunker_cuts(name: str) -> None:
     text = (POLYGLOT / name).read_text(encoding="utf-8")
     language = CODE_FIXTURES[name]
-    chunker = FileChunker(ChunkOptions(), RegexTokens())
-    chunks, tags = chunker.chunk_and_tag(name, text, language)
-    assert chunks == chunker.chunk(name, text, language)
+    tags = tag_file(name, text, language, ChunkOptions())
+    assert (
+        FileChunker(ChunkOptions(), RegexTokens()).chunk(name, text, language).fallback_reason
+        is None
+    )
     assert tags == extract_tags(name, text, language, parse(text, language))
     assert tags.definitions
 
 
-def test_chunk_and_tag_gives_no_tags_where_chunks_are_line_windows() -> None:
+def test_tag_file_gives_no_tags_where_the_chunker_does_not_parse() -> None:
     chunker = FileChunker(ChunkOptions(), RegexTokens())
     for text, language in [("# Title\n\nbody\n", "markdown"), ("a: 1\n", "yaml")]:
-        assert chunker.chunk_and_tag("f", text, language)[1] == FileTags("f", language)
+        assert tag_file("f", text, language, ChunkOptions()) == FileTags("f", language)
     minified = "var a=[" + ",".join(str(i) for i in range(40_000)) + "];\n"
-    result, tags = chunker.chunk_and_tag("m.js", minified, "javascript")
-    assert result.fallback_reason and tags == FileTags("m.js", "javascript")
+    assert chunker.chunk("m.js", minified, "javascript").fallback_reason
+    assert tag_file("m.js", minified, "javascript", ChunkOptions()) == FileTags(
+        "m.js", "javascript"
+    )
+    broken = "def f(:\n  ))) ((( ]]\n" * 20
+    assert "syntax errors" in (chunker.chunk("b.py", broken, "python").fallback_reason or "")
+    assert tag_file("b.py", broken, "python", ChunkOptions()) == FileTags("b.py", "python")
+    big = "def f():\n    return 1\n" * 50
+    assert tag_file("big.py", big, "python", ChunkOptions(max_parse_bytes=100)) == FileTags(
+        "big.py", "python"
+    )
 
 
 def test_a_cpp_header_named_dot_h_is_tagged_as_cpp() -> None:
     header = "namespace geo {\nclass Box {\n public:\n  double area() const;\n};\n}\n"
     for tags in (
         extract_tags("box.h", header, "c"),
-        FileChunker(ChunkOptions(), RegexTokens()).chunk_and_tag("box.h", header, "c")[1],
+        tag_file("box.h", header, "c", ChunkOptions()),
     ):
         assert tags.language == "cpp"
         assert {d.qualified for d in tags.definitions} == {"geo", "geo.Box", "geo.Box.area"}
@@ -196,6 +207,7 @@ def test_never_raises_on_arbitrary_text(text: str, language: str) -> None:
 def test_public_surface() -> None:
     assert indexers.treesitter.tags.__all__ == ["extract_tags", "parse"]
     assert set(memserver.core.graph.__all__) == {
-        "CLASS_KINDS", "DEFINITION_KINDS", "REFERENCE_KINDS", "Definition", "FileTags",
-        "Import", "Reference",
+        "CLASS_KINDS", "DEFINITION_KINDS", "GRAPH_VERSION", "REFERENCE_KINDS", "Definition",
+        "FileTags", "Import", "RefColumns", "Reference", "StoredFile", "file_version",
+        "make_definition", "make_reference",
     }  # fmt: skip

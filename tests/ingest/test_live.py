@@ -60,3 +60,27 @@ def test_a_steady_stream_is_compacted_without_waiting_for_quiet(
         assert live.commits_since_housekeeping == [1, 0, 1][n]
     fragments = engine.open_store().table("chunks").stats()["fragment_stats"]["num_fragments"]
     assert fragments <= 3
+
+
+def test_a_saved_files_new_definition_is_found_by_symbol_in_the_same_batch(
+    sample_repo: Path, make_engine
+) -> None:
+    engine = make_engine(sample_repo)
+    engine.index()
+    navigator = engine.navigator()  # a long-lived reader, as the server's
+    assert navigator.symbols("retry_budget") == []
+    live = LiveIndex(engine, should_yield=lambda: False)
+    target = sample_repo / "src/http_client.py"
+    target.write_text(target.read_text() + "\n\ndef retry_budget(policy: RetryPolicy):\n"
+                      "    return sum(policy.delays())\n")  # fmt: skip
+    live.apply(_batch("src/http_client.py"))
+    [found] = navigator.symbols("retry_budget")
+    assert (found.path, found.start_line, found.stale) == ("src/http_client.py", 27, False)
+    text = engine.recaller(rerank=False).recall("retry_budget").evidence[0].text
+    assert "def retry_budget" in text  # findable as its text is
+    callees = {n.item.symbol for n in navigator.neighbours_of(found.id)[1]}
+    assert "RetryPolicy.delays" in callees
+    target.unlink()
+    live.apply(_batch("src/http_client.py"))
+    assert navigator.symbols("retry_budget") == []
+    assert navigator.symbols("RetryPolicy") == []

@@ -1,0 +1,173 @@
+"""What the code graph costs `memserver index`: keyword-phase time and disk, with the graph
+against without it.
+
+Usage: python benchmarks/graph_overhead.py TREE [TREE ...] [--repeat 3] [--embedder none]
+                                           [--json]
+
+For each tree, cold index runs into fresh temporary index folders (the tree is only read),
+in-process, in turn: with the code graph as `memserver index` builds it (by default tags
+are made in a worker process beside the chunker when the load average leaves a core idle,
+else in-process; the runs that used a worker are counted), with a worker whatever the
+load, with the graph made in-process (`graph_workers = 0`), and without it (no tags made
+and no graph rows written: what indexing cost before the graph). Each run's report gives
+`seconds_to_search` (walk, chunk and tag, LanceDB rows, tantivy, manifest: the keyword
+phase, wall-clock); the median of --repeat runs of each is kept, and this process's CPU
+seconds of the same runs beside it (the machine's other work moves wall-clock times more
+than CPU times; a worker's CPU is not this process's, so the graph's CPU cost is read from
+the in-process runs). The graph's share is (with - without) / without. A first run of
+each kind before the timings loads grammars and queries (as a long-lived process has
+them). Disk: the `symbols` and `refs` tables against the rest of the index folder, after
+the run compacted it (with --embedder, vectors included, as a real index holds them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+@contextmanager
+def _without_graph() -> Iterator[None]:
+    """No tags made and no graph rows written (what indexing cost before the graph)."""
+    from memserver.ingest.tagging import Tagger
+    from memserver.store.index import IndexStore
+
+    tags, prepare, open_graphs = Tagger.tags, Tagger.prepare, IndexStore._open_graphs
+    Tagger.tags = lambda self, files: iter(())  # type: ignore[method-assign]
+    Tagger.prepare = lambda self: None  # type: ignore[method-assign]
+    IndexStore._open_graphs = lambda self, c: []  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Tagger.tags, Tagger.prepare = tags, prepare  # type: ignore[method-assign]
+        IndexStore._open_graphs = open_graphs  # type: ignore[method-assign]
+
+
+_VARIANTS = ("without", "default", "worker", "in-process")
+SPAWNED: list[int] = []  # workers started by "default" runs
+
+
+@contextmanager
+def _forced_worker(forced: bool) -> Iterator[None]:
+    """A worker whatever the load average says (or, unforced, as the product decides)."""
+    from memserver.ingest import tagging
+
+    worth, spawn = tagging.Tagger._worth_a_worker, tagging._Worker.spawn
+
+    def counted() -> Any:
+        SPAWNED.append(1)
+        return spawn()
+
+    tagging._Worker.spawn = counted  # type: ignore[method-assign]
+    if forced:
+        tagging.Tagger._worth_a_worker = lambda self: self.workers > 0  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        tagging.Tagger._worth_a_worker = worth  # type: ignore[method-assign]
+        tagging._Worker.spawn = spawn  # type: ignore[method-assign]
+
+
+def _run(tree: Path, embedder: str, variant: str) -> tuple[float, float, dict[str, int]]:
+    from memserver.engine import Engine
+
+    workers = {"index": {"graph_workers": 0}} if variant == "in-process" else None
+    with tempfile.TemporaryDirectory(prefix="graph-overhead-") as index_dir:
+        engine = Engine(tree, index_dir, embedder_flag=embedder, env={}, overrides=workers)
+        cpu = time.process_time()
+        if variant == "without":
+            with _without_graph():
+                report = engine.index(ci=True)
+        else:
+            with _forced_worker(variant == "worker"):
+                report = engine.index(ci=True)
+        cpu = time.process_time() - cpu
+        lance = Path(index_dir) / "lance"
+        disk = {
+            "graph": _size(lance / "symbols.lance") + _size(lance / "refs.lance"),
+            "index": _size(Path(index_dir)),
+        }
+    return report.seconds_to_search, cpu, disk
+
+
+def measure(tree: Path, repeat: int, embedder: str) -> dict[str, Any]:
+    for variant in _VARIANTS:  # imports, grammars, queries, a first worker: outside timings
+        _run(tree, "none", variant)
+    runs: dict[str, list[tuple[float, float, dict[str, int]]]] = {v: [] for v in _VARIANTS}
+    default_workers = 0
+    for _ in range(repeat):
+        for variant in _VARIANTS:
+            before = len(SPAWNED)
+            runs[variant].append(_run(tree, "none", variant))
+            default_workers += len(SPAWNED) - before if variant == "default" else 0
+    wall = {v: statistics.median(r[0] for r in runs[v]) for v in runs}
+    cpu = {v: statistics.median(r[1] for r in runs[v]) for v in runs}
+    sized = _run(tree, embedder, "worker")[2] if embedder != "none" else runs["worker"][0][2]
+    rest = sized["index"] - sized["graph"]
+    base = wall["without"]
+    return {
+        "tree": tree.name,
+        "keyword_phase_s": round(base, 3),
+        "with_graph_s": round(wall["default"], 3),
+        "share": round((wall["default"] - base) / base, 4),
+        "default_runs_with_a_worker": f"{default_workers}/{repeat}",
+        "worker_s": round(wall["worker"], 3),
+        "worker_share": round((wall["worker"] - base) / base, 4),
+        "in_process_s": round(wall["in-process"], 3),
+        "in_process_share": round((wall["in-process"] - base) / base, 4),
+        "cpu_without_s": round(cpu["without"], 3),
+        "cpu_with_s": round(cpu["default"], 3),  # this process only: a worker's is not here
+        "cpu_worker_s": round(cpu["worker"], 3),
+        "cpu_in_process_s": round(cpu["in-process"], 3),
+        "cpu_share": round((cpu["in-process"] - cpu["without"]) / cpu["without"], 4),
+        "graph_bytes": sized["graph"],
+        "rest_bytes": rest,
+        "disk_share": round(sized["graph"] / rest, 4),
+        "embedder": embedder,
+        "repeat": repeat,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--embedder", default="none",
+                        help="the embedder of the index whose disk is measured")  # fmt: skip
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    results = [measure(t, max(1, args.repeat), args.embedder) for t in args.trees]
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"{'tree':<12}{'keyword s':>10}{'+graph s':>10}{'share':>8}{'workers':>8}"
+          f"{'worker s':>9}{'share':>8}{'in-proc s':>10}"
+          f"{'share':>8}{'cpu':>8}{'cpu in-p':>9}{'share':>8}{'graph MB':>10}{'rest MB':>9}"
+          f"{'disk':>7}")  # fmt: skip
+    for r in results:
+        print(f"{r['tree']:<12}{r['keyword_phase_s']:>10.3f}{r['with_graph_s']:>10.3f}"
+              f"{r['share']:>8.1%}{r['default_runs_with_a_worker']:>8}{r['worker_s']:>9.3f}"
+              f"{r['worker_share']:>8.1%}"
+              f"{r['in_process_s']:>10.3f}{r['in_process_share']:>8.1%}"
+              f"{r['cpu_without_s']:>8.2f}{r['cpu_in_process_s']:>9.2f}{r['cpu_share']:>8.1%}"
+              f"{r['graph_bytes'] / 1e6:>10.2f}{r['rest_bytes'] / 1e6:>9.2f}"
+              f"{r['disk_share']:>7.1%}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The code graph's tags of an index run's files, made beside the chunker.
+
+Tagging a file (parse, the tags query, nesting and local names: `indexers.chunking.
+tag_file`) costs about as much CPU as chunking it and writing its chunks and keyword
+documents, so a run with enough code hands it to a worker process (this module's
+`serve_stdio`, fed through a pipe): this process chunks and writes while the
+worker tags, and takes each file's tags, already in the store's row form (Arrow buffers,
+not objects), when its batch is committed. A small run (the watcher's saves, a few changed
+files) tags here: a worker's start would cost more than it saves.
+
+The worker is a plain child process, not a multiprocessing one: those re-import the
+caller's main script (a user's script without a `__main__` guard would run again in the
+worker). It runs isolated (`python -I`) with this process's import path, so it loads the
+modules this process loaded and nothing from the folder it starts in (a project being
+indexed is never imported). Whatever happens to it (it cannot start, it dies, a file
+breaks it), the files it has not answered for are tagged here: a run never loses its graph
+to the worker; when this process goes, the worker reads the end of its input and leaves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO
+
+from indexers.chunking import tag_file
+from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
+from memserver.core.graph import FileTags
+from memserver.core.types import ChunkOptions
+from memserver.store.index import graph_part
+
+__all__ = ["Tagger", "serve_stdio"]
+
+_CHUNK = 8  # files per message to and from the worker
+
+Job = tuple[str, str, str]  # (path, text, language)
+
+
+def _rows(job: Job, options: ChunkOptions) -> object:
+    path, text, language = job
+    if language not in CODE_LANGUAGES:
+        return graph_part(FileTags(path, language))
+    return graph_part(tag_file(path, text, language, options))
+
+
+class Tagger:
+    """Tags in row form (`IndexStore.graph_part`) for a run's files, in their order."""
+
+    def __init__(
+        self, options: ChunkOptions, workers: int = 1, min_files: int = 32,
+        loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg,
+    ) -> None:  # fmt: skip
+        self.options = options
+        self.workers = workers  # 0: always here
+        self.loadavg = loadavg
+        self.min_files = min_files  # fewer code files than this: tagged here
+        self._ready: _Worker | None = None  # started by `prepare`, not yet fed
+        self._active: _Worker | None = None  # fed: answering a run's files
+
+    def prepare(self) -> None:
+        """Start a worker now, before the run reads its files, so that its start (an
+        interpreter, imports, the tags queries) overlaps the walk; `tags` uses it, or stops
+        it when the run is too small for it."""
+        if self._ready is None and self._worth_a_worker():
+            self._ready = _Worker.spawn()
+
+    def _worth_a_worker(self) -> bool:
+        """A worker, and a core for it: one is this process's, another must be idle (the
+        last minute's load average, which counts this process, below cores - 1/2)."""
+        cores = os.cpu_count() or 1
+        if self.workers < 1 or cores < 2:
+            return False
+        try:
+            load = self.loadavg()[0]
+        except OSError:  # no load average here: trust the cores
+            return True
+        return load < cores - 0.5
+
+    def close(self) -> None:
+        """Stop the workers: one prepared for a run that did not take it, one whose run
+        ended (or failed) before reading all its answers."""
+        for worker in (self._ready, self._active):
+            if worker is not None:
+                worker.stop()
+        self._ready = self._active = None
+
+    def tags(self, files: Sequence[Job]) -> Iterator[object]:
+        """Each file's tags in row form, in order; made here as they are asked for, or by a
+        worker process (its start overlaps this process's reading and chunking)."""
+        code = [f for f in files if f[2] in CODE_LANGUAGES]
+        if len(code) < self.min_files or (self._ready is None and not self._worth_a_worker()):
+            self.close()
+            return (_rows(f, self.options) for f in files)
+        worker, self._ready = self._ready or _Worker.spawn(), None
+        if worker is not None:
+            worker.feed(self.options, code)
+            self._active = worker
+        return self._from_worker(files, worker)
+
+    def _from_worker(self, files: Sequence[Job], worker: _Worker | None) -> Iterator[object]:
+        try:
+            for f in files:
+                if f[2] in CODE_LANGUAGES and worker is not None:
+                    answer = worker.next()
+                    if answer is not _GONE:
+                        yield answer
+                        continue
+                    worker.stop()
+                    worker = None  # gone: this file and the rest are tagged here
+                yield _rows(f, self.options)
+        finally:
+            if worker is not None:
+                worker.stop()
+
+
+_GONE = object()
+_BOOT = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from memserver.ingest.tagging import serve_stdio; serve_stdio()"
+)
+
+
+class _Worker:
+    """The child process and the thread feeding it the jobs, a chunk per message."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.held: list[object] = []
+
+    @classmethod
+    def spawn(cls) -> _Worker | None:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            )  # fmt: skip
+        except OSError:
+            return None
+        return cls(proc)
+
+    def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
+        """Send the jobs, from a thread (the pipe fills while this process reads answers)."""
+        threading.Thread(
+            target=self._feed, args=(options, jobs), name="memserver-tag-feeder", daemon=True
+        ).start()
+
+    def _feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
+        pipe = self.proc.stdin
+        assert pipe is not None
+        with contextlib.suppress(OSError, ValueError), pipe:  # the worker went: it is known
+            for at in range(0, len(jobs), _CHUNK):
+                pickle.dump((options, jobs[at : at + _CHUNK]), pipe, pickle.HIGHEST_PROTOCOL)
+            pipe.flush()
+
+    def next(self) -> object:
+        """The next file's tags, or _GONE when the worker cannot give them."""
+        if not self.held:
+            try:
+                answers = pickle.load(self.proc.stdout)  # type: ignore[arg-type]
+            except Exception:  # ended, died or garbled: the caller tags the rest
+                return _GONE
+            if not isinstance(answers, list) or not answers:
+                return _GONE
+            self.held = answers[::-1]
+        return self.held.pop()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):  # a feeder still writing: it stops
+            if pipe is not None and not pipe.closed:
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()
+
+
+def _serve(source: IO[bytes], sink: IO[bytes]) -> None:
+    """The worker's loop: a chunk of jobs in, their tags out, until the input ends."""
+    while True:
+        try:
+            options, jobs = pickle.load(source)
+        except EOFError:
+            return
+        pickle.dump([_rows(j, options) for j in jobs], sink, pickle.HIGHEST_PROTOCOL)
+        sink.flush()
+
+
+def serve_stdio() -> None:
+    """The worker process: jobs on stdin, answers on (a copy of) stdout."""
+    sink = os.fdopen(os.dup(1), "wb")  # the answers' channel, and nothing else
+    os.dup2(2, 1)  # whatever prints goes to stderr
+    sys.stdout = sys.stderr
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt), sink:
+        _serve(sys.stdin.buffer, sink)

@@ -1,0 +1,220 @@
+"""The questions navigation answers, over one `GraphIndex`: definitions of a name, the
+references to definitions, callers and callees, and outlines. No budget here (see
+`navigate.service`): these are the whole answers, which benchmarks compare with jedi."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from memserver.core.errors import BadRequest
+from memserver.core.graph import CLASS_KINDS, Definition
+from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
+from memserver.navigate.view import GraphIndex, RefAt
+
+__all__ = [
+    "SYMBOL_ID", "best_first", "definitions_for", "neighbours", "outline", "references",
+    "symbol_item", "symbols",
+]  # fmt: skip
+
+SYMBOL_ID = re.compile(r"^s_[0-9a-f]{32}$")
+CHUNK_ID = re.compile(r"^c_[0-9a-f]{32}$")
+_CALLS = frozenset({"call", "inherit", "type", "other"})  # what neighbours follow (not imports)
+_VALUES = frozenset({"field", "variable", "constant"})  # used, not called: no callees
+
+
+def symbol_item(g: GraphIndex, d: Definition, stale: bool = False) -> SymbolItem:
+    return SymbolItem(
+        id=g.def_id(d), path=d.path, start_line=d.start_line, end_line=d.end_line,
+        symbol=d.qualified, kind=d.kind, signature=d.signature, chunk_id=g.def_chunk(d),
+        language=d.language, doc=d.doc, stale=stale,
+    )  # fmt: skip
+
+
+def _rank(d: Definition) -> tuple[int, ...]:
+    """Definitions before declarations; source before tests; shorter paths first."""
+    test = any(p in ("tests", "test", "testing") for p in d.path.split("/")[:-1])
+    return (d.declaration, test, d.path.count("/"))
+
+
+def symbols(g: GraphIndex, name: str) -> list[Definition]:
+    """Definitions of a name: a symbol id (s_…), qualified or bare (`Client.send`, `send`),
+    module-qualified (`pkg.utils.send`) or in a file (`utils.py:send`); best first."""
+    text = name.strip()
+    if SYMBOL_ID.match(text):
+        found = g.by_id(text)
+        return [found] if found is not None else []
+    return best_first(g.lookup(text), text)
+
+
+def best_first(hits: Sequence[Definition], text: str) -> list[Definition]:
+    """A lookup's definitions of `text`, those it names exactly first (else all of them),
+    best first."""
+    exact = [d for d in hits if d.qualified == text or d.name == text.rsplit(".", 1)[-1]]
+    ordered = exact or hits
+    return sorted(ordered, key=lambda d: (_tier(d, text), *_rank(d)))
+
+
+def _tier(d: Definition, text: str) -> int:
+    if d.qualified == text or text.endswith(":" + d.qualified):
+        return 0
+    if text.endswith("." + d.qualified) or d.qualified.endswith("." + text):
+        return 1
+    return 2
+
+
+def definitions_for(g: GraphIndex, name_or_id: str) -> list[Definition]:
+    """What a references/neighbours question is about: a symbol id, the definitions of a
+    chunk id (those that start in it; else the innermost around it), or a name."""
+    text = name_or_id.strip()
+    if CHUNK_ID.match(text):
+        inside = g.defs_in_chunk(text)
+        return [d for d in inside if d.kind != "field"] or inside
+    return symbols(g, text)
+
+
+def references(
+    g: GraphIndex, targets: Sequence[Definition], kinds: Sequence[str] = (),
+    stale: Callable[[str], bool] = lambda _: False,
+) -> list[RefItem]:  # fmt: skip
+    """Every reference resolved to one of `targets` (of `kinds`, when given), with the
+    definition it is written in; in file and line order."""
+    wanted = set(kinds)
+    several = len({(d.path, d.qualified) for d in targets}) > 1  # (overloads are one)
+    out = []
+    for at in g.references_to(targets):
+        r = at.ref
+        if wanted and r.kind not in wanted:
+            continue
+        target = ""
+        if several:
+            hit = [d for d in g.targets(r) if d in targets]
+            target = g.def_id(hit[0]) if hit else ""
+        out.append(_ref_item(g, at, target, stale(r.path)))
+    return out
+
+
+def _ref_item(g: GraphIndex, at: RefAt, target: str, stale: bool) -> RefItem:
+    r = at.ref
+    owner = g.enclosing(r.path, r.enclosing)
+    return RefItem(
+        path=r.path, line=r.line, column=r.column, name=r.name, kind=r.kind,
+        qualifier=r.qualifier, chunk_id=at.chunk_id,
+        enclosing=symbol_item(g, owner, stale) if owner is not None else None,
+        target=target, stale=stale,
+    )  # fmt: skip
+
+
+def neighbours(
+    g: GraphIndex, start: Sequence[Definition], depth: int = 1, chunk: str = "",
+    stale: Callable[[str], bool] = lambda _: False,
+) -> list[Neighbour]:  # fmt: skip
+    """Callers and callees of `start` (of what `chunk` holds, when given), breadth first up
+    to `depth` (1 or 2). A caller is the definition a reference to it is written in, or the
+    file's top level; a callee is what a reference in it resolves to."""
+    if not 1 <= depth <= 2:
+        raise BadRequest(f"depth must be 1 or 2, got {depth}", hint="use depth 1 (direct) or 2")
+    seen: set[tuple[str, str]] = set()
+    out: list[Neighbour] = []
+    frontier = list(start)
+    for level in range(1, depth + 1):
+        following: list[Definition] = []
+        refs_out = g.refs_in_chunk(chunk) if chunk and level == 1 else None
+        for found, direction in (
+            (_callees(g, frontier, refs_out), "callee"),
+            (_callers(g, frontier), "caller"),
+        ):
+            for key, (item, d, lines, kinds) in found.items():
+                if (direction, key) in seen or d in start:
+                    continue
+                seen.add((direction, key))
+                out.append(Neighbour(_fresh(item, stale), direction, level,  # type: ignore[arg-type]
+                                     tuple(sorted(lines)), tuple(sorted(kinds))))  # fmt: skip
+                if d is not None:
+                    following.append(d)
+        frontier = following
+    return out
+
+
+_Found = dict[str, tuple[SymbolItem, Definition | None, set[int], set[str]]]
+
+
+def _fresh(item: SymbolItem, stale: Callable[[str], bool]) -> SymbolItem:
+    from dataclasses import replace
+
+    return replace(item, stale=True) if stale(item.path) else item
+
+
+def _callees(g: GraphIndex, frontier: Sequence[Definition], refs: Sequence[RefAt] | None
+             ) -> _Found:  # fmt: skip
+    out: _Found = {}
+    written = refs if refs is not None else [at for d in frontier for at in g.inside(d)]
+    for at in written:
+        if at.ref.kind not in _CALLS:
+            continue
+        for target in g.targets(at.ref):
+            if target in frontier or target.kind in _VALUES:
+                continue
+            held = out.get(g.def_id(target))
+            if held is None:
+                held = out[g.def_id(target)] = (symbol_item(g, target), target, set(), set())
+            held[2].add(at.ref.line)
+            held[3].add(at.ref.kind)
+    return out
+
+
+def _callers(g: GraphIndex, frontier: Sequence[Definition]) -> _Found:
+    out: _Found = {}
+    for at in g.references_to(frontier):
+        r = at.ref
+        if r.kind not in _CALLS:
+            continue
+        owner = g.enclosing(r.path, r.enclosing)
+        if owner is not None and owner.kind == "field":
+            owner = g.enclosing(r.path, owner.parent)
+        if owner is not None:
+            key, item = g.def_id(owner), symbol_item(g, owner)
+        else:  # the file's top level: the chunk is what to read
+            key = f"{r.path}:{at.chunk_id}"
+            item = SymbolItem("", r.path, r.line, r.line, "", "module", "", at.chunk_id)
+        held = out.get(key)
+        if held is None:
+            held = out[key] = (item, owner, set(), set())
+        held[2].add(r.line)
+        held[3].add(r.kind)
+    return out
+
+
+def outline(g: GraphIndex, paths: Sequence[str], stale: Callable[[str], bool]
+            ) -> list[FileOutline]:  # fmt: skip
+    """The definitions of these files, nested (methods under their class), in line order.
+    Fields are left out (their class shows them in its body)."""
+    out = []
+    for path in paths:
+        f = g.files.get(path)
+        if f is None:
+            continue
+        fresh = stale(path)
+        entries = _nest(g, [d for d in f.tags.definitions if d.kind != "field"], fresh)
+        out.append(FileOutline(path, f.tags.language, tuple(entries), fresh))
+    return out
+
+
+def _nest(g: GraphIndex, defs: list[Definition], stale: bool) -> list[OutlineEntry]:
+    """Definitions as a forest by their `parent` (a parent not outlined: a root)."""
+    known = {d.qualified for d in defs}
+    children: dict[str, list[Definition]] = {}
+    roots: list[Definition] = []
+    for d in sorted(defs, key=lambda d: (d.start_line, -d.end_line)):
+        if d.parent and d.parent in known:
+            children.setdefault(d.parent, []).append(d)
+        else:
+            roots.append(d)
+
+    def entry(d: Definition, depth: int) -> OutlineEntry:
+        kids = children.get(d.qualified, []) if depth < 4 else []
+        if d.kind not in CLASS_KINDS and d.kind != "module":
+            kids = [k for k in kids if k.kind in CLASS_KINDS]  # a function's helpers: left out
+        return OutlineEntry(symbol_item(g, d, stale), tuple(entry(k, depth + 1) for k in kids))
+
+    return [entry(d, 0) for d in roots]

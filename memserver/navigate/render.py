@@ -1,0 +1,285 @@
+"""What an agent reads of a navigation answer: one compact text and one compact JSON form,
+each within `budget_tokens` as the real tokenizer counts it (as recall's, see
+`core.render`). Items are cut from the end of their order (rank, or file and line order)
+until both forms fit; `truncated` says so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memserver.core.render import dumps
+from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
+
+__all__ = [
+    "Navigation", "fit", "neighbours_form", "outline_form", "outline_sizes", "references_form",
+    "symbols_form",
+]  # fmt: skip
+
+STALE = " [changed since indexed: re-read the file]"
+TRUNCATED = "; more were left out to fit the budget: raise budget_tokens or narrow"
+Form = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Navigation:
+    """A navigation answer: the text an agent reads and the same as data."""
+
+    text: str
+    data: dict[str, Any]
+    tokens: int
+    truncated: bool
+
+
+def fit(total: int, render: Callable[[int, bool], Form], budget: int,
+        count: Callable[[str], int], sizes: Sequence[int] | None = None) -> Navigation:  # fmt: skip
+    """The answer with the most of its `total` items (in their order) whose text and JSON
+    each fit `budget` tokens; `render(n, truncated)` makes both forms of the first n.
+    `sizes`, about how many tokens each item adds, lets a long answer start near its cut
+    instead of rendering every item first (every probe is measured all the same)."""
+
+    def size(n: int) -> tuple[int, Form]:
+        text, data = render(n, n < total)
+        data = {**data, "tokens": budget, "truncated": n < total}  # as it will be shown
+        return max(count(text), count(dumps(data))), (text, data)
+
+    low, high = 0, total + 1  # size(low) fits (or nothing does); size(high) does not
+    fits: dict[int, tuple[int, Form]] = {}
+    guess = total
+    if sizes is not None and sum(sizes) > 2 * budget:  # far too long: start near the cut
+        guess, used = 0, 0
+        while guess < total and used + sizes[guess] <= budget:
+            used += sizes[guess]
+            guess += 1
+    while high - low > 1:  # the guess, then by the tokens per item, then halving what is left
+        mid = min(high - 1, max(low + 1, guess)) if guess > 0 else low + 1
+        measured = size(mid)
+        if measured[0] <= budget:
+            low, fits[mid] = mid, measured
+            if mid == total:
+                break
+            guess = mid + max(1, (mid * (budget - measured[0])) // max(1, measured[0]))
+        else:
+            high = mid
+            guess = low + (high - low) // 2
+        if guess >= high or guess <= low:
+            guess = low + (high - low) // 2
+    if low == 0:
+        fits[0] = size(0)
+    used, form = fits[low]
+    return _done(form, used, low < total)
+
+
+def _done(form: Form, used: int, truncated: bool) -> Navigation:
+    """`used` was measured with the budget in `tokens`: the count shown is no longer."""
+    text, data = form
+    data = {**data, "tokens": used, "truncated": truncated}
+    return Navigation(text, data, used, truncated)
+
+
+def _lines(item: SymbolItem) -> str:
+    return f"{item.start_line}-{item.end_line}"
+
+
+def item_dict(item: SymbolItem, *, doc: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": item.id, "path": item.path, "start_line": item.start_line,
+        "end_line": item.end_line, "symbol": item.symbol, "kind": item.kind,
+        "signature": item.signature, "chunk_id": item.chunk_id,
+    }  # fmt: skip
+    if doc and item.doc:
+        out["doc"] = item.doc
+    if item.stale:
+        out["stale"] = True
+    return out
+
+
+def _head(item: SymbolItem) -> str:
+    label = f"{item.path}:{_lines(item)} {item.kind} {item.symbol}".rstrip()
+    return label + f" {item.chunk_id}" + (STALE if item.stale else "")
+
+
+# -- symbol ------------------------------------------------------------------------------
+
+
+def symbols_form(name: str, items: Sequence[SymbolItem]) -> Callable[[int, bool], Form]:
+    def render(n: int, truncated: bool) -> Form:
+        shown = items[:n]
+        status = f"symbol {name}: {len(items)} definition{'s' * (len(items) != 1)}"
+        if not items:
+            status += "; none in the index: try the bare name, or recall"
+        parts = [status + (TRUNCATED if truncated else "")]
+        for item in shown:
+            block = f"## {_head(item)} id {item.id}\n{item.signature}"
+            parts.append(block + (f"\n  {item.doc}" if item.doc else ""))
+        data = {"name": name, "total": len(items),
+                "definitions": [item_dict(i, doc=True) for i in shown]}  # fmt: skip
+        return "\n".join(parts), data
+
+    return render
+
+
+# -- references --------------------------------------------------------------------------
+
+
+def _written(r: RefItem) -> str:
+    return f"{r.qualifier}.{r.name}" if r.qualifier else r.name
+
+
+def _in(r: RefItem) -> str:
+    e = r.enclosing
+    return f"in {e.kind} {e.symbol} ({_lines(e)})" if e is not None else "at top level"
+
+
+def references_form(
+    asked: str, targets: Sequence[SymbolItem], refs: Sequence[RefItem], uncertain: int
+) -> Callable[[int, bool], Form]:
+    files = len({r.path for r in refs})
+
+    def render(n: int, truncated: bool) -> Form:
+        shown = refs[:n]
+        about = ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
+        status = (f"references to {about or asked}: {len(refs)} in {files} "
+                  f"file{'s' * (files != 1)}")  # fmt: skip
+        if not targets:
+            status = f"references to {asked}: no definition of that name in the index"
+        if uncertain:
+            status += f"; {uncertain} more uses of the name resolve to no definition for sure"
+        parts = [status + (TRUNCATED if truncated else "")]
+        groups: list[dict[str, Any]] = []
+        for r in shown:
+            if not groups or groups[-1]["path"] != r.path:
+                groups.append({"path": r.path, "references": []})
+                if r.stale:
+                    groups[-1]["stale"] = True
+                parts.append(f"## {r.path}" + (STALE if r.stale else ""))
+            parts.append(f"  {r.line} {r.kind} {_written(r)} {_in(r)} {r.chunk_id}"
+                         + (f" -> {r.target}" if r.target else ""))  # fmt: skip
+            entry: dict[str, Any] = {"line": r.line, "kind": r.kind, "text": _written(r),
+                                     "chunk_id": r.chunk_id}  # fmt: skip
+            if r.enclosing is not None:
+                e = r.enclosing
+                entry["enclosing"] = {
+                    "id": e.id, "symbol": e.symbol, "kind": e.kind,
+                    "start_line": e.start_line, "end_line": e.end_line,
+                }  # fmt: skip
+            if r.target:
+                entry["target"] = r.target
+            groups[-1]["references"].append(entry)
+        data = {
+            "name": asked, "targets": [item_dict(t) for t in targets], "total": len(refs),
+            "files": groups, "uncertain": uncertain,
+        }  # fmt: skip
+        return "\n".join(parts), data
+
+    return render
+
+
+# -- neighbours --------------------------------------------------------------------------
+
+
+def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighbour]
+                    ) -> Callable[[int, bool], Form]:  # fmt: skip
+    callers = sum(1 for x in found if x.direction == "caller")
+
+    def render(n: int, truncated: bool) -> Form:
+        shown = found[:n]
+        about = "; ".join(_head(i) for i in of[:3]) or asked
+        status = f"neighbours of {about}: {callers} callers, {len(found) - callers} callees"
+        if not of:
+            status = f"neighbours of {asked}: nothing by that id or name in the index"
+        parts = [status + (TRUNCATED if truncated else "")]
+        data: dict[str, Any] = {"of": [item_dict(i) for i in of], "callers": [],
+                                "callees": []}  # fmt: skip
+        for direction in ("caller", "callee"):
+            mine = [x for x in shown if x.direction == direction]
+            if mine:
+                parts.append(f"## {direction}s")
+            for x in mine:
+                at = ",".join(str(line) for line in x.lines[:8])
+                deep = " (depth 2)" if x.depth > 1 else ""
+                parts.append(f"  {_head(x.item)} {'/'.join(x.kinds)} at {at}{deep}")
+                entry = {**item_dict(x.item), "depth": x.depth, "lines": list(x.lines),
+                         "kinds": list(x.kinds)}  # fmt: skip
+                data[direction + "s"].append(entry)
+        return "\n".join(parts), data
+
+    return render
+
+
+# -- outline -----------------------------------------------------------------------------
+
+
+def _entry_dict(e: OutlineEntry, keep: set[int]) -> dict[str, Any]:
+    item = e.item
+    out: dict[str, Any] = {
+        "symbol": item.symbol, "kind": item.kind, "start_line": item.start_line,
+        "end_line": item.end_line, "signature": item.signature, "chunk_id": item.chunk_id,
+    }  # fmt: skip
+    kids = [_entry_dict(k, keep) for k in e.children if id(k) in keep]
+    if kids:
+        out["children"] = kids
+    return out
+
+
+def _entry_lines(e: OutlineEntry, keep: set[int], depth: int) -> list[str]:
+    item = e.item
+    rows = [f"{'  ' * depth}{item.start_line}-{item.end_line} {item.signature} {item.chunk_id}"]
+    for k in e.children:
+        if id(k) in keep:
+            rows += _entry_lines(k, keep, depth + 1)
+    return rows
+
+
+def outline_sizes(order: Sequence[OutlineEntry]) -> list[int]:
+    """About the tokens each entry adds to the JSON form (the longer one)."""
+    return [(len(e.item.signature) + 2 * len(e.item.symbol) + 120) // 3 for e in order]
+
+
+def outline_form(
+    files: Sequence[FileOutline], order: Sequence[OutlineEntry], title: str,
+    stale: Callable[[str], bool],
+) -> Callable[[int, bool], Form]:  # fmt: skip
+    """`order`: every entry, in the order they are cut (kept entries keep their place, with
+    their parents); `stale` tells the files that changed on disk since indexing."""
+    parent: dict[int, OutlineEntry] = {}
+    home: dict[int, int] = {}  # a root entry's file (its place in `files`)
+    for n, f in enumerate(files):
+        stack = list(f.entries)
+        home.update((id(e), n) for e in f.entries)
+        while stack:
+            e = stack.pop()
+            for k in e.children:
+                parent[id(k)] = e
+                stack.append(k)
+
+    def render(n: int, truncated: bool) -> Form:
+        keep: set[int] = set()
+        shown: set[int] = set()
+        for e in order[:n]:
+            while id(e) not in keep:  # a kept entry keeps its parents
+                keep.add(id(e))
+                up = parent.get(id(e))
+                if up is None:
+                    shown.add(home[id(e)])
+                    break
+                e = up
+        total = len(order)
+        parts = [f"{title}: {len(keep)} of {total} definitions in {len(shown)} files"
+                 + (TRUNCATED if truncated else "")]  # fmt: skip
+        groups = []
+        for f in (files[i] for i in sorted(shown)):
+            changed = stale(f.path)
+            parts.append(f"## {f.path}" + (STALE if changed else ""))
+            group: dict[str, Any] = {"path": f.path}
+            if changed:
+                group["stale"] = True
+            group["definitions"] = [_entry_dict(e, keep) for e in f.entries if id(e) in keep]
+            groups.append(group)
+            for e in f.entries:
+                if id(e) in keep:
+                    parts += _entry_lines(e, keep, 0)
+        return "\n".join(parts), {"total": total, "files": groups}
+
+    return render

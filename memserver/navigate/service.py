@@ -1,0 +1,221 @@
+"""Navigation over the stored code graph: outline, symbol, references, neighbours.
+
+Each answer is budgeted like recall's (text and JSON each within `budget_tokens`, counted
+with the real tokenizer); every item has its path, lines and chunk id, and `stale` when its
+file changed on disk since it was indexed (one stat per file shown; its content is hashed
+only when size or mtime moved). Scopes do not apply: code is project-wide.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from indexers.ignore import path_matcher
+from indexers.read import Refused, read_bytes
+from memserver.core.errors import BadRequest
+from memserver.core.graph import REFERENCE_KINDS
+from memserver.core.ids import content_hash
+from memserver.core.protocols import TokenCounter
+from memserver.core.requests import check_budget, check_path_filter, check_size
+from memserver.navigate import find, rank
+from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
+from memserver.navigate.render import (
+    Form,
+    Navigation,
+    fit,
+    neighbours_form,
+    outline_form,
+    outline_sizes,
+    references_form,
+    symbols_form,
+)
+from memserver.navigate.view import GraphIndex
+
+__all__ = ["Navigator"]
+
+DEFAULT_BUDGET = 4096
+_OUTLINES = 32  # outlines of paths kept per reading of the graph
+
+
+class Navigator:
+    def __init__(
+        self, graph: Callable[[], GraphIndex], tokens: TokenCounter, *,
+        root: Path | None = None, budget_tokens: int = DEFAULT_BUDGET,
+    ) -> None:  # fmt: skip
+        self.graph = graph  # the current reading (brought up to date by its view)
+        self.tokens = tokens
+        self.root = root  # the project root, to tell when a file changed since indexing
+        self.budget_tokens = budget_tokens
+
+    # -- whole answers (no budget) ------------------------------------------------------------
+
+    def symbols(self, name: str) -> list[SymbolItem]:
+        g = self.graph()
+        stale = self._stale(g)
+        return [find.symbol_item(g, d, stale(d.path)) for d in find.symbols(g, _name(name))]
+
+    def references_of(
+        self, name_or_id: str, kinds: Sequence[str] = ()
+    ) -> tuple[list[SymbolItem], list[RefItem], int]:
+        """(the definitions asked about, every reference to them, how many more uses of
+        their names resolve to no definition for sure)."""
+        g = self.graph()
+        stale = self._stale(g)
+        targets = find.definitions_for(g, _name(name_or_id))
+        refs = find.references(g, targets, _kinds(kinds), stale)
+        items = [find.symbol_item(g, d, stale(d.path)) for d in targets]
+        return items, refs, g.uncertain(targets)
+
+    def neighbours_of(self, item_id: str, depth: int = 1
+                      ) -> tuple[list[SymbolItem], list[Neighbour]]:  # fmt: skip
+        g = self.graph()
+        stale = self._stale(g)
+        text = _name(item_id)
+        start = find.definitions_for(g, text)
+        chunk = text if find.CHUNK_ID.match(text) else ""
+        found = find.neighbours(g, start, depth, chunk, stale)
+        return [find.symbol_item(g, d, stale(d.path)) for d in start], found
+
+    def outline_of(self, path: str | None = None) -> tuple[list[FileOutline], list[OutlineEntry]]:
+        """(files, every entry in the order an answer is cut): the matching files' entries
+        in file and line order; without a path, the repository map's best first."""
+        g = self.graph()
+        if path is None or not path.strip():
+            return self._map(g)
+        key = f"outline {path.strip()}"
+        held = g.cache.get(key)
+        if held is None:
+            files = find.outline(g, _matching(g, path), _no_stale)
+            held = (files, [e for f in files for e in _preorder(f.entries)])
+            outlines = [k for k in g.cache if k.startswith("outline ")]
+            for old in outlines[: max(0, len(outlines) - _OUTLINES + 1)]:
+                del g.cache[old]  # the oldest first (dicts keep their order)
+            g.cache[key] = held
+        return held
+
+    # -- budgeted answers -----------------------------------------------------------------------
+
+    def symbol(self, name: str, budget_tokens: int | None = None) -> Navigation:
+        items = self.symbols(name)
+        return self._fit(len(items), symbols_form(name.strip(), items), budget_tokens)
+
+    def references(self, name_or_id: str, kinds: Sequence[str] = (),
+                   budget_tokens: int | None = None) -> Navigation:  # fmt: skip
+        targets, refs, uncertain = self.references_of(name_or_id, kinds)
+        form = references_form(name_or_id.strip(), targets, refs, uncertain)
+        return self._fit(len(refs), form, budget_tokens)
+
+    def neighbors(self, item_id: str, depth: int = 1, budget_tokens: int | None = None
+                  ) -> Navigation:  # fmt: skip
+        of, found = self.neighbours_of(item_id, depth)
+        return self._fit(len(found), neighbours_form(item_id.strip(), of, found), budget_tokens)
+
+    def outline(self, path: str | None = None, budget_tokens: int | None = None) -> Navigation:
+        files, order = self.outline_of(path)
+        title = f"outline of {path.strip()}" if path and path.strip() else "repository map"
+        form = outline_form(files, order, title, self._stale(self.graph()))
+        return self._fit(len(order), form, budget_tokens, outline_sizes(order))
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _fit(
+        self, total: int, render: Callable[[int, bool], Form], budget_tokens: int | None,
+        sizes: Sequence[int] | None = None,
+    ) -> Navigation:  # fmt: skip
+        budget = check_budget(self.budget_tokens if budget_tokens is None else budget_tokens)
+        return fit(total, render, budget, self.tokens.count, sizes)
+
+    def _map(self, g: GraphIndex) -> tuple[list[FileOutline], list[OutlineEntry]]:
+        """Files by rank (those defining something), and every entry best first: built once
+        per reading of the graph."""
+        held = g.cache.get("map")
+        if held is None:
+            file_rank, def_rank = rank.rank(g)
+            paths = sorted((p for p, f in g.files.items() if f.tags.definitions),
+                           key=lambda p: (-file_rank.get(p, 0.0), p))  # fmt: skip
+            files = find.outline(g, paths, _no_stale)
+            entries = [e for f in files for e in _preorder(f.entries)]
+            score = {g.def_id(d): s for d, s in def_rank.items()}
+            order = sorted(entries, key=lambda e: -score.get(e.item.id, 0.0))
+            held = g.cache["map"] = (files, order)
+        return held
+
+    def _stale(self, g: GraphIndex) -> Callable[[str], bool]:
+        """path → whether it changed on disk since indexing (memoised for one answer)."""
+        root = self.root
+        seen: dict[str, bool] = {}
+
+        def stale(path: str) -> bool:
+            if root is None:
+                return False
+            held = seen.get(path)
+            if held is None:
+                record = g.manifest.get(path)
+                held = seen[path] = record is not None and _changed(
+                    root, path, record.size, record.mtime_ns, record.content_hash
+                )
+            return held
+
+        return stale
+
+
+def _no_stale(_: str) -> bool:
+    return False
+
+
+def _preorder(entries: Sequence[OutlineEntry]) -> list[OutlineEntry]:
+    out: list[OutlineEntry] = []
+    for e in entries:
+        out.append(e)
+        out += _preorder(e.children)
+    return out
+
+
+def _matching(g: GraphIndex, path: str) -> list[str]:
+    """Indexed files a path, folder or glob names, in path order."""
+    text = check_path_filter(path.strip())
+    body = text.strip("/")
+    if body in g.files:
+        return [body]
+    folder = body + "/"
+    under = [p for p in g.files if p.startswith(folder)]
+    if under:
+        return sorted(under)
+    matches = path_matcher([text], "outline path")
+    return sorted(p for p in g.files if matches(p))
+
+
+def _name(text: str) -> str:
+    check_size("name", text)
+    if not text.strip():
+        raise BadRequest(
+            "the name is empty",
+            hint="give a name (`Client.send`, `send`, `utils.py:send`) or an id from a "
+            "previous answer (s_… for a definition, c_… for a chunk)",
+        )
+    return text
+
+
+def _kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+    out = tuple(k.strip().lower() for k in kinds if k.strip())
+    wrong = [k for k in out if k not in REFERENCE_KINDS]
+    if wrong:
+        raise BadRequest(
+            f"unknown reference kind {wrong[0]!r}",
+            hint=f"use any of {', '.join(sorted(REFERENCE_KINDS))} ('call' for callers)",
+        )
+    return out
+
+
+def _changed(root: Path, rel: str, size: int, mtime_ns: int, digest: str) -> bool:
+    """Whether the file at `rel` differs from what was indexed (read safely, as recall)."""
+    try:
+        st = (root / rel).stat()
+    except OSError:
+        return True
+    if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
+        return False
+    found = read_bytes(os.path.realpath(root), rel, max(size, st.st_size))
+    return isinstance(found, Refused) or content_hash(found) != digest

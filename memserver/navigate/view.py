@@ -1,0 +1,305 @@
+"""The stored code graph in memory: every current file's tags, indexed for navigation.
+
+`GraphIndex` is one immutable reading of the `symbols` and `refs` tables: the symbol table
+resolution runs on, and per file its definitions (ids and chunks from their place) and its
+references, read by column and made into `Reference`s only when a question reaches the
+file. References are resolved when a question needs them (`memserver.graph.resolve`), once
+per reading: a reference into a file that changed is resolved again against the new
+reading, never left pointing at what was.
+
+`GraphView` keeps a reading up to date over an `IndexStore`: when the graph tables or the
+manifest move (a directory listing), it reads only the versions that changed and derives
+a new reading from the last one (`GraphIndex.changed`: dict copies and the changed files'
+entries, not a rebuild), so a saved file's definitions are found as soon as its text is.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memserver.core.graph import Definition, FileTags, Reference, StoredFile
+from memserver.core.types import FileRecord
+from memserver.graph import MIN_CONFIDENCE, Candidate, SymbolTable, resolve
+from memserver.store.index import IndexStore
+
+__all__ = ["FileEntry", "GraphIndex", "GraphView", "RefAt"]
+
+
+@dataclass(frozen=True, slots=True)
+class RefAt:
+    """A stored reference and the chunk it sits in."""
+
+    ref: Reference
+    chunk_id: str
+
+
+class FileEntry:
+    """One file of a reading: its stored graph, with its references made on first use."""
+
+    __slots__ = ("_at", "_named", "_refs", "stored")
+
+    def __init__(self, stored: StoredFile) -> None:
+        self.stored = stored
+        self._refs: list[RefAt] | None = None
+        self._named: dict[str, list[RefAt]] | None = None
+        self._at: dict[Definition, int] | None = None
+
+    @property
+    def tags(self) -> FileTags:
+        return self.stored.tags
+
+    def names(self) -> Iterable[str]:
+        """The names its references use (without making them)."""
+        cols = self.stored.columns
+        return cols.name if cols is not None else (r.name for r in self.stored.tags.references)
+
+    def refs(self) -> list[RefAt]:
+        """Every reference of the file, in line order."""
+        if self._refs is None:
+            s = self.stored
+            if s.columns is not None:
+                made = s.columns.references(s.tags.path)
+                self._refs = [RefAt(r, c) for r, c in zip(made, s.columns.chunk_id, strict=True)]
+            else:
+                pairs = zip(s.tags.references, s.reference_chunks, strict=True)
+                self._refs = [RefAt(r, c) for r, c in pairs]
+        return self._refs
+
+    def named(self, name: str) -> list[RefAt]:
+        if self._named is None:
+            named: dict[str, list[RefAt]] = {}
+            for at in self.refs():
+                named.setdefault(at.ref.name, []).append(at)
+            self._named = named
+        return self._named.get(name, [])
+
+    def place(self, d: Definition) -> int:
+        """The index of one of its definitions among `tags.definitions`."""
+        if self._at is None:
+            self._at = {x: i for i, x in enumerate(self.stored.tags.definitions)}
+        return self._at[d]
+
+
+class GraphIndex:
+    """One reading of the stored graph (immutable; resolution results are memoised)."""
+
+    def __init__(
+        self, files: Iterable[StoredFile], manifest: dict[str, FileRecord],
+        base: GraphIndex | None = None, gone: Iterable[str] = (),
+    ) -> None:  # fmt: skip
+        """A reading of `files`; with `base`, the reading `base` changed: `files` replace
+        theirs, the files at `gone` leave, and the rest is shared."""
+        files = list(files)
+        self.manifest = manifest
+        self.cache: dict[str, Any] = {}  # derived results of this reading (the repo map)
+        self._resolved: dict[Reference, list[Candidate]] = {}
+        self._lock = threading.Lock()
+        changed = {f.tags.path for f in files} | set(gone)
+        if base is None:
+            self.stored: dict[str, FileEntry] = {}
+            self.versions: dict[str, str] = {}  # version -> path
+            self.chunks: dict[str, str] = {}  # chunk id -> path
+            self.name_files: dict[str, list[str]] = {}  # reference name -> paths using it
+            old: dict[str, FileEntry] = {}
+        else:
+            old = {p: base.stored[p] for p in changed if p in base.stored}
+            self.stored = {p: e for p, e in base.stored.items() if p not in changed}
+            self.versions = dict(base.versions)
+            self.chunks = dict(base.chunks)
+            self.name_files = dict(base.name_files)
+        for entry in old.values():
+            self._forget(entry)
+        added = [FileEntry(f) for f in files]
+        for entry in added:
+            self._learn(entry)
+        # files holding code: the rest (text, markdown, configs) have nothing to navigate
+        self.files = {p: e for p, e in self.stored.items() if _holds_code(e.stored)}
+        tags = [e.tags for e in added if _holds_code(e.stored)]
+        if base is None:
+            self.table = SymbolTable(tags)
+        else:
+            self.table = base.table.replaced([p for p in changed if p in base.table.files], tags)
+
+    def changed(self, files: Iterable[StoredFile], gone: Iterable[str],
+                manifest: dict[str, FileRecord]) -> GraphIndex:  # fmt: skip
+        return GraphIndex(files, manifest, base=self, gone=gone)
+
+    def _learn(self, entry: FileEntry) -> None:
+        s = entry.stored
+        path = s.tags.path
+        self.stored[path] = entry
+        self.versions[s.version] = path
+        for cid in (*s.definition_chunks, *_ref_chunks(s)):
+            self.chunks.setdefault(cid, path)
+        for name in set(entry.names()):
+            self.name_files[name] = [*self.name_files.get(name, ()), path]
+
+    def _forget(self, entry: FileEntry) -> None:
+        s = entry.stored
+        path = s.tags.path
+        self.versions.pop(s.version, None)
+        for cid in (*s.definition_chunks, *_ref_chunks(s)):
+            if self.chunks.get(cid) == path:
+                del self.chunks[cid]
+        for name in set(entry.names()):
+            kept = [p for p in self.name_files.get(name, ()) if p != path]
+            if kept:
+                self.name_files[name] = kept
+            else:
+                self.name_files.pop(name, None)
+
+    # -- definitions ---------------------------------------------------------------------------
+
+    def def_id(self, d: Definition) -> str:
+        entry = self.stored[d.path]
+        return entry.stored.definition_ids[entry.place(d)]
+
+    def def_chunk(self, d: Definition) -> str:
+        entry = self.stored[d.path]
+        return entry.stored.definition_chunks[entry.place(d)]
+
+    def by_id(self, symbol_id: str) -> Definition | None:
+        """The definition with this id (s_ + version + place), if current."""
+        path = self.versions.get(symbol_id[2:26])
+        if path is None:
+            return None
+        s = self.stored[path].stored
+        try:
+            place = s.definition_ids.index(symbol_id)
+        except ValueError:
+            return None
+        return s.tags.definitions[place]
+
+    def defs_in_chunk(self, chunk_id: str) -> list[Definition]:
+        """Definitions that start in a chunk."""
+        path = self.chunks.get(chunk_id)
+        if path is None:
+            return []
+        s = self.stored[path].stored
+        return [d for d, c in zip(s.tags.definitions, s.definition_chunks, strict=True)
+                if c == chunk_id]  # fmt: skip
+
+    def lookup(self, name: str) -> list[Definition]:
+        return self.table.lookup(name)
+
+    def enclosing(self, path: str, qualified: str) -> Definition | None:
+        """The definition a reference's `enclosing` names (the first of overloads)."""
+        if not qualified:
+            return None
+        found = self.table.defined_in(path, qualified)
+        return found[0] if found else None
+
+    def tags(self, path: str) -> FileTags | None:
+        entry = self.files.get(path)
+        return entry.tags if entry is not None else None
+
+    # -- references ----------------------------------------------------------------------------
+
+    def refs_named(self, name: str) -> list[RefAt]:
+        paths = self.name_files.get(name, ())
+        return [at for path in paths for at in self.stored[path].named(name)]
+
+    def count_named(self, name: str) -> int:
+        """How many references use a name (cheaper than making them: an upper bound by
+        files when their references were not made yet)."""
+        return len(self.name_files.get(name, ()))
+
+    def refs_in_chunk(self, chunk_id: str) -> list[RefAt]:
+        path = self.chunks.get(chunk_id)
+        if path is None:
+            return []
+        return [at for at in self.stored[path].refs() if at.chunk_id == chunk_id]
+
+    def refs_of(self, path: str) -> list[RefAt]:
+        entry = self.stored.get(path)
+        return entry.refs() if entry is not None else []
+
+    def inside(self, d: Definition) -> list[RefAt]:
+        """References written in a definition's body (its nested definitions included)."""
+        refs = self.refs_of(d.path)
+        lines = [at.ref.line for at in refs]
+        first = bisect.bisect_left(lines, d.start_line)
+        return refs[first : bisect.bisect_right(lines, d.end_line)]
+
+    def resolve(self, ref: Reference) -> list[Candidate]:
+        held = self._resolved.get(ref)
+        if held is None:
+            tags = self.stored[ref.path].tags
+            with self._lock:  # the resolver's own memos are not thread-safe
+                held = resolve(ref, tags, self.table)
+            self._resolved[ref] = held
+        return held
+
+    def targets(self, ref: Reference) -> list[Definition]:
+        """The definitions a reference resolves to: its best candidates at or above
+        MIN_CONFIDENCE (several when they tie), else none."""
+        found = self.resolve(ref)
+        if not found or found[0][1] < MIN_CONFIDENCE:
+            return []
+        best = found[0][1]
+        return [d for d, s in found if s >= best - 1e-9]
+
+    def references_to(self, targets: Sequence[Definition]) -> list[RefAt]:
+        """References that resolve to one of `targets`, in file and line order."""
+        wanted = set(targets)
+        found = [
+            at
+            for name in sorted({d.name for d in targets})
+            for at in self.refs_named(name)
+            if wanted.intersection(self.targets(at.ref))
+        ]
+        return sorted(found, key=lambda a: (a.ref.path, a.ref.line, a.ref.column))
+
+    def uncertain(self, targets: Sequence[Definition]) -> int:
+        """References named like `targets` that resolve to nothing confidently (a receiver
+        of unknown type, a name several definitions share): uses the graph cannot tie."""
+        names = {d.name for d in targets}
+        return sum(1 for name in names for at in self.refs_named(name) if not self.targets(at.ref))
+
+
+def _ref_chunks(s: StoredFile) -> Sequence[str]:
+    return s.columns.chunk_id if s.columns is not None else s.reference_chunks
+
+
+def _holds_code(s: StoredFile) -> bool:
+    tags = s.tags
+    refs = s.columns.name if s.columns is not None else tags.references
+    return bool(tags.definitions or refs or tags.imports or tags.package)
+
+
+class GraphView:
+    """A `GraphIndex` of an `IndexStore`, brought up to date when the stores move
+    (thread-safe; readers share one reading until the next change)."""
+
+    def __init__(self, store: IndexStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._print: list[Any] | None = None
+        self._index: GraphIndex | None = None
+
+    def get(self) -> GraphIndex:
+        stores = self.store.graph_fingerprint()
+        with self._lock:
+            if self._index is None or stores is None or stores != self._print:
+                self._index = self._update(self._index)
+                self._print = stores
+            return self._index
+
+    def _update(self, held: GraphIndex | None) -> GraphIndex:
+        """A new reading: the versions the stores hold now; those already held are kept."""
+        manifest = self.store.files.read()
+        graph = self.store.graph
+        if held is None:
+            return GraphIndex(graph.load(columns=True), manifest)
+        rows = graph.file_rows()
+        current = {r.path: v for v, r in rows.items() if r.current}
+        wanted = [v for p, v in current.items() if v not in held.versions]
+        gone = [p for p in held.stored if p not in current]
+        if not wanted and not gone:
+            held.manifest = manifest  # only mtimes or other tables moved
+            return held
+        return held.changed(graph.load(wanted, columns=True), gone, manifest)

@@ -1,0 +1,435 @@
+"""Rows of the code graph's tables, `symbols` and `refs`: the definitions and references of
+every indexed version of a file, as `IndexStore.commit_files` writes them with the chunks.
+
+A file's graph is stored per version (`core.graph.file_version` of its manifest record):
+every row of a version carries its key, and its id is that key and the row's place in the
+file (`s_`/`r_` + the version + 8 hex), so ids come from content and a version is written
+once. A version's rows go in together, `refs` first and its `symbols` rows after, the
+`file` row among them: a file row proves that the rest of its version is stored. A version
+is current (its rows have no `valid_to`) exactly while the files manifest names it; when
+the file changes or goes its rows are closed, and reopened when the same version comes
+back. Reads return our own types; the writes here are called by `IndexStore` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from memserver.core.graph import (
+    Definition,
+    FileTags,
+    Import,
+    RefColumns,
+    Reference,
+    StoredFile,
+    make_definition,
+    make_reference,
+)
+from memserver.core.writes import FileGraph
+from memserver.store import lancedb as ldb
+from memserver.store.lancedb import Table, in_list, lance_errors, sql_quote
+
+__all__ = ["FileRow", "GraphPart", "GraphRows", "graph_part"]
+
+FILE = "file"  # the kind of a version's own row in `symbols`
+_CURRENT = "valid_to IS NULL"
+_CLOSED = "valid_to IS NOT NULL"
+# a definition's and a reference's own columns (the rest the insert adds: id, path, version,
+# language, chunk_id, and on file rows package, imports and the counts)
+_DEF_OWN = [
+    ("kind", pa.string()), ("name", pa.string()), ("qualified", pa.string()),
+    ("parent", pa.string()), ("signature", pa.string()), ("doc", pa.string()),
+    ("start_line", pa.int32()), ("end_line", pa.int32()), ("name_line", pa.int32()),
+    ("declared_type", pa.string()), ("declaration", pa.bool_()),
+]  # fmt: skip
+_REF_OWN = [
+    ("name", pa.string()), ("kind", pa.string()), ("line", pa.int32()),
+    ("column", pa.int32()), ("enclosing", pa.string()), ("qualifier", pa.string()),
+    ("receiver_type", pa.string()),
+]  # fmt: skip
+_DEF_OWN_SCHEMA = pa.schema(_DEF_OWN)
+_REF_OWN_SCHEMA = pa.schema(_REF_OWN)
+_DEF_COLUMNS = [
+    "id", "path", "version", "language", *(n for n, _ in _DEF_OWN), "chunk_id",
+]  # fmt: skip
+_FILE_COLUMNS = ["id", "path", "version", "language", "package", "imports"]
+_REF_COLUMNS = ["id", "path", "version", *(n for n, _ in _REF_OWN), "chunk_id"]
+_EMPTY: dict[str, Any] = {  # what a row leaves out (valid_to: null, the row is current)
+    "qualified": "", "parent": "", "signature": "", "doc": "", "start_line": 0, "end_line": 0,
+    "name_line": 0, "declared_type": "", "declaration": False, "chunk_id": "", "package": "",
+    "imports": None, "definitions": 0, "references": 0,
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPart:
+    """A file's tags in the tables' row form, made where the tags are made: a worker
+    process hands the indexing one Arrow buffers, not a hundred thousand objects."""
+
+    path: str
+    language: str
+    package: str
+    imports: tuple[dict[str, Any], ...]  # the file row's imports
+    definitions: pa.RecordBatch | None  # their own columns, in file order (None: none)
+    references: pa.RecordBatch | None
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        return tuple(  # type: ignore[return-value]
+            0 if b is None else b.num_rows for b in (self.definitions, self.references)
+        )
+
+
+def graph_part(tags: FileTags) -> GraphPart:
+    """`tags` in row form (see `GraphPart`)."""
+    defs = refs = None
+    if tags.definitions:
+        d = tags.definitions
+        defs = pa.RecordBatch.from_arrays([
+            pa.array([x.kind for x in d], pa.string()), pa.array([x.name for x in d], pa.string()),
+            pa.array([x.qualified for x in d], pa.string()),
+            pa.array([x.parent for x in d], pa.string()),
+            pa.array([x.signature for x in d], pa.string()),
+            pa.array([x.doc for x in d], pa.string()),
+            pa.array([x.start_line for x in d], pa.int32()),
+            pa.array([x.end_line for x in d], pa.int32()),
+            pa.array([x.name_line for x in d], pa.int32()),
+            pa.array([x.declared_type for x in d], pa.string()),
+            pa.array([x.declaration for x in d], pa.bool_()),
+        ], schema=_DEF_OWN_SCHEMA)  # fmt: skip
+    if tags.references:
+        r = tags.references
+        refs = pa.RecordBatch.from_arrays([
+            pa.array([x.name for x in r], pa.string()), pa.array([x.kind for x in r], pa.string()),
+            pa.array([x.line for x in r], pa.int32()),
+            pa.array([x.column for x in r], pa.int32()),
+            pa.array([x.enclosing for x in r], pa.string()),
+            pa.array([x.qualifier for x in r], pa.string()),
+            pa.array([x.receiver_type for x in r], pa.string()),
+        ], schema=_REF_OWN_SCHEMA)  # fmt: skip
+    imports = tuple(
+        {"module": i.module, "name": i.name, "alias": i.alias, "line": i.line, "star": i.star,
+         "enclosing": i.enclosing}
+        for i in tags.imports
+    )  # fmt: skip
+    return GraphPart(tags.path, tags.language, tags.package, imports, defs, refs)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    """A stored version of a file's graph, from its file row."""
+
+    path: str
+    version: str
+    current: bool
+    definitions: int  # its definition rows in `symbols`
+    references: int  # its rows in `refs`
+
+
+class GraphRows:
+    def __init__(self, symbols: Table, refs: Table) -> None:
+        self.symbols = symbols
+        self.refs = refs
+
+    # -- writes (through IndexStore) ----------------------------------------------------
+
+    def insert(self, graphs: Sequence[FileGraph]) -> None:
+        """Write the rows of versions not stored yet: `refs` first, then `symbols` with the
+        file rows (one commit per table)."""
+        if not graphs:
+            return
+        parts = [_part(g) for g in graphs]
+        refs = _rows(graphs, [p.references for p in parts], _REF_OWN_SCHEMA, "r_", 0)
+        defs = _rows(graphs, [p.definitions for p in parts], _DEF_OWN_SCHEMA, "s_", 1)
+        files = pa.table({
+            "id": [f"s_{g.version}{0:08x}" for g in graphs],
+            "path": [p.path for p in parts], "version": [g.version for g in graphs],
+            "language": [p.language for p in parts], "kind": [FILE] * len(parts),
+            "name": [p.path.rsplit("/", 1)[-1] for p in parts],
+            "package": [p.package for p in parts], "imports": [list(p.imports) for p in parts],
+            "definitions": [p.counts[0] for p in parts],
+            "references": [p.counts[1] for p in parts],
+        })  # fmt: skip
+        with lance_errors(f"write the code graph of {len(graphs)} files"):
+            if refs is not None:
+                self.refs.add(_fit(refs, self.refs.schema))
+            symbols = [_fit(files, self.symbols.schema)]
+            if defs is not None:
+                symbols.append(_fit(defs, self.symbols.schema))
+            self.symbols.add(pa.concat_tables(symbols))
+
+    def set_current(self, versions: Sequence[str], current: bool) -> None:
+        """Close (or reopen) every row of these versions, file rows last on closing."""
+        if not versions:
+            return
+        values: dict[str, Any] = {"valid_to": None if current else ldb.now()}
+        state = _CLOSED if current else _CURRENT
+        tables = (self.symbols, self.refs) if current else (self.refs, self.symbols)
+        with lance_errors(f"{'reopen' if current else 'close'} {len(versions)} file graphs"):
+            for table in tables:
+                for batch in ldb.batches(list(versions)):
+                    ldb.update_where(table, state + " AND " + in_list("version", batch), values)
+
+    def delete_versions(self, versions: Iterable[str]) -> None:
+        """Drop every row of these versions (half-written ones a crash left, and erasure)."""
+        versions = sorted(set(versions))
+        with lance_errors(f"delete {len(versions)} file graphs"):
+            for table in (self.refs, self.symbols):
+                for batch in ldb.batches(versions):
+                    ldb.delete_where(table, in_list("version", batch))
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def file_rows(self, paths: Sequence[str] | None = None) -> dict[str, FileRow]:
+        """version → its file row: every stored version, or only those of `paths`."""
+        wheres: list[str] = [f"kind = {sql_quote(FILE)}"]
+        if paths is not None:
+            wheres = [f"kind = {sql_quote(FILE)} AND {in_list('path', b)}"
+                      for b in ldb.batches(list(paths))]  # fmt: skip
+        out: dict[str, FileRow] = {}
+        columns = ["path", "version", "valid_to", "definitions", "references"]
+        with lance_errors("read the code graph's files"):
+            for where in wheres:
+                t = ldb.scan(self.symbols, where, columns)
+                for path, version, closed, defs, refs in zip(
+                    *(t.column(c).to_pylist() for c in columns), strict=True
+                ):
+                    out[version] = FileRow(path, version, closed is None, defs or 0, refs or 0)
+        return out
+
+    def version_states(self) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
+        """Per table (symbols without file rows, refs): version → (current rows, closed)."""
+        out = []
+        with lance_errors("read the code graph's versions"):
+            for table, where in ((self.symbols, f"kind != {sql_quote(FILE)}"), (self.refs, None)):
+                t = ldb.scan(table, where, ["version", "valid_to"])
+                counts: dict[str, list[int]] = {}
+                closed = t.column("valid_to").is_null().to_pylist()
+                for version, current in zip(t.column("version").to_pylist(), closed, strict=True):
+                    held = counts.setdefault(version, [0, 0])
+                    held[0 if current else 1] += 1
+                out.append({v: (c[0], c[1]) for v, c in counts.items()})
+        return out[0], out[1]
+
+    def count_current(self) -> tuple[int, int, int]:
+        """(current file rows, current definitions, current references)."""
+        with lance_errors("count the code graph"):
+            files = ldb.count(self.symbols, f"{_CURRENT} AND kind = {sql_quote(FILE)}")
+            return (files, ldb.count(self.symbols, _CURRENT) - files,
+                    ldb.count(self.refs, _CURRENT))  # fmt: skip
+
+    def count_rows(self) -> tuple[int, int]:
+        with lance_errors("count the code graph"):
+            return ldb.count(self.symbols), ldb.count(self.refs)
+
+    def distinct_ids(self) -> tuple[int, int]:
+        """Distinct ids per table (for `doctor`'s unique-id check)."""
+        with lance_errors("read the code graph's ids"):
+            return tuple(  # type: ignore[return-value]
+                len(set(ldb.scan(t, None, ["id"]).column("id").to_pylist()))
+                for t in (self.symbols, self.refs)
+            )
+
+    def named(self, names: Sequence[str]) -> list[StoredFile]:
+        """The current definitions with one of these (bare) names, by file, with their
+        files' language and package and no references: what finding a name's definitions
+        needs, read without the rest of the graph."""
+        names = sorted(set(names))
+        if not names:
+            return []
+        with lance_errors("read the code graph's definitions"):
+            defs = _read(self.symbols, [f"{_CURRENT} AND {in_list('name', b)}"
+                                        for b in ldb.batches(names)], _DEF_COLUMNS,
+                         f"kind != {sql_quote(FILE)}")  # fmt: skip
+            versions = sorted(set(defs["version"]))
+            files = _read(self.symbols, [in_list("version", b) for b in ldb.batches(versions)],
+                          _FILE_COLUMNS, f"kind = {sql_quote(FILE)}") if versions else {
+                c: [] for c in _FILE_COLUMNS}  # fmt: skip
+        return _assemble(files, defs, {c: [] for c in ("version", *_BY_COLUMN)}, True)
+
+    def load(self, versions: Sequence[str] | None = None, *, columns: bool = False
+             ) -> list[StoredFile]:  # fmt: skip
+        """The stored graphs of these versions (default: every current one); with
+        `columns`, references by column (see `StoredFile`): far cheaper for a large graph."""
+        wheres: list[str] = [_CURRENT]
+        if versions is not None:
+            wheres = [in_list("version", b) for b in ldb.batches(list(versions))]
+        if not wheres:
+            return []
+        with lance_errors("read the code graph"):
+            files = _read(self.symbols, wheres, _FILE_COLUMNS, f"kind = {sql_quote(FILE)}")
+            defs = _read(self.symbols, wheres, _DEF_COLUMNS, f"kind != {sql_quote(FILE)}")
+            refs = _read(self.refs, wheres, _REF_COLUMNS)
+        return _assemble(files, defs, refs, columns)
+
+
+def _part(g: FileGraph) -> GraphPart:
+    if not isinstance(g.rows, GraphPart):
+        raise TypeError(f"the graph rows of {g.path} are not a GraphPart: {type(g.rows)}")
+    return g.rows
+
+
+_HEX: list[pa.Array] = [pa.array([], pa.string())]  # "00000000", "00000001"…, grown as needed
+
+
+def _ordinals(counts: Sequence[int], first: int) -> pa.Array:
+    """Each file's row places as 8 hex digits, from `first`, file after file."""
+    top = max(counts, default=0) + first
+    if len(_HEX[0]) < top:
+        _HEX[0] = pa.array([f"{n:08x}" for n in range(max(top, 2 * len(_HEX[0])))])
+    places = [np.arange(first, first + c) for c in counts]
+    return _HEX[0].take(pa.array(np.concatenate(places) if places else [], pa.int64()))
+
+
+def _rows(graphs: Sequence[FileGraph], batches: Sequence[pa.RecordBatch | None],
+          schema: pa.Schema, prefix: str, first: int) -> pa.Table | None:  # fmt: skip
+    """The rows of these files' batches with what ties them to their version: the id
+    (prefix, version, place), path, version, language and the chunk holding the row's
+    first line (the last chunk starting at or before it; chunks tile a file's non-blank
+    lines, and a tag starts on a non-blank one)."""
+    held = [(g, b) for g, b in zip(graphs, batches, strict=True) if b is not None and b.num_rows]
+    if not held:
+        return None
+    counts = [b.num_rows for _, b in held]
+    table = pa.Table.from_batches([b for _, b in held], schema=schema)
+    owner = pa.array(np.repeat(np.arange(len(held)), counts))
+    version = pa.array([g.version for g, _ in held]).take(owner)
+    line = "line" if "line" in schema.names else "start_line"
+    chunk_ids: list[str] = []
+    at: list[np.ndarray] = []
+    for (g, b), n in zip(held, counts, strict=True):
+        if not g.chunks:
+            at.append(np.full(n, -1))
+            continue
+        starts = np.array([start for _, start, _ in g.chunks])
+        where = np.searchsorted(starts, b.column(line).to_numpy(), side="right") - 1
+        at.append(np.maximum(where, 0) + len(chunk_ids))
+        chunk_ids.extend(cid for cid, _, _ in g.chunks)
+    picks = np.concatenate(at)
+    chunk = pa.array([*chunk_ids, ""]).take(pa.array(np.where(picks < 0, len(chunk_ids), picks)))
+    parts = [_part(g) for g, _ in held]
+    return (
+        table.append_column("id", pc.binary_join_element_wise(
+            prefix, version, _ordinals(counts, first), ""))
+        .append_column("path", pa.array([p.path for p in parts]).take(owner))
+        .append_column("version", version)
+        .append_column("language", pa.array([p.language for p in parts]).take(owner))
+        .append_column("chunk_id", chunk)
+    )  # fmt: skip
+
+
+def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` in the stored schema's column order, what it leaves out null (valid_to:
+    current) or empty as stored before."""
+    columns = []
+    for f in schema:
+        if f.name in table.column_names:
+            columns.append(table.column(f.name).cast(f.type))
+        elif f.name in _EMPTY:
+            value = _EMPTY[f.name]
+            columns.append(pa.nulls(table.num_rows, f.type) if value is None
+                           else pa.repeat(pa.scalar(value, f.type), table.num_rows))  # fmt: skip
+        else:
+            columns.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _read(table: Table, wheres: Sequence[str], columns: Sequence[str], also: str = ""
+          ) -> dict[str, list[Any]]:  # fmt: skip
+    """Columns of the matching rows, sorted by id (a version's rows in file order)."""
+    parts = []
+    for where in wheres:
+        parts.append(ldb.scan(table, f"({where}) AND {also}" if also else where, columns))
+    return ldb.sorted_columns(parts, "id")
+
+
+_BY_COLUMN = ("name", "kind", "line", "column", "enclosing", "qualifier", "receiver_type",
+              "chunk_id")  # fmt: skip
+
+
+def _by_column(refs: Mapping[str, list[Any]]) -> dict[str, RefColumns]:
+    """version → its references as columns (a version's rows are contiguous: ids sort by
+    version, then place)."""
+    out: dict[str, RefColumns] = {}
+    versions = refs["version"]
+    start = 0
+    for end in range(1, len(versions) + 1):
+        if end == len(versions) or versions[end] != versions[start]:
+            out[versions[start]] = RefColumns(*(refs[c][start:end] for c in _BY_COLUMN))
+            start = end
+    return out
+
+
+def _assemble(
+    files: Mapping[str, list[Any]], defs: Mapping[str, list[Any]],
+    refs: Mapping[str, list[Any]], columns: bool = False,
+) -> list[StoredFile]:  # fmt: skip
+    by_version: dict[str, tuple[list[Definition], list[str], list[str]]] = {}
+    strings: dict[str, str] = {}
+    intern = strings.setdefault  # one object per repeated path, kind, qualifier…
+    for i, version in enumerate(defs["version"]):
+        held = by_version.setdefault(version, ([], [], []))
+        path = intern(defs["path"][i], defs["path"][i])
+        held[0].append(make_definition(
+            path, intern(defs["language"][i], defs["language"][i]), defs["name"][i],
+            defs["qualified"][i], intern(defs["kind"][i], defs["kind"][i]),
+            defs["signature"][i], defs["start_line"][i], defs["end_line"][i],
+            intern(defs["parent"][i], defs["parent"][i]), defs["doc"][i], defs["name_line"][i],
+            defs["declared_type"][i], bool(defs["declaration"][i]),
+        ))  # fmt: skip
+        held[1].append(defs["id"][i])
+        held[2].append(defs["chunk_id"][i])
+    if columns:
+        return _files(files, by_version, {}, _by_column(refs))
+    references: dict[str, tuple[list[Reference], list[str]]] = {}
+    names = ("path", "name", "kind", "line", "column", "enclosing", "qualifier",
+             "receiver_type", "chunk_id")  # fmt: skip
+    for version, path, name, kind, line, column, enclosing, qualifier, typed, chunk in zip(
+        refs["version"], *(refs[c] for c in names), strict=True
+    ):
+        held_refs = references.setdefault(version, ([], []))
+        held_refs[0].append(make_reference(
+            intern(path, path), intern(name, name), intern(kind, kind), line, column,
+            intern(enclosing, enclosing), intern(qualifier, qualifier), intern(typed, typed),
+        ))  # fmt: skip
+        held_refs[1].append(chunk)
+    return _files(files, by_version, references, {})
+
+
+def _files(
+    files: Mapping[str, list[Any]],
+    by_version: Mapping[str, tuple[list[Definition], list[str], list[str]]],
+    references: Mapping[str, tuple[list[Reference], list[str]]],
+    by_column: Mapping[str, RefColumns],
+) -> list[StoredFile]:
+    out = []
+    for path, version, language, package, imports in zip(
+        files["path"],
+        files["version"],
+        files["language"],
+        files["package"],
+        files["imports"],
+        strict=True,
+    ):
+        d, d_ids, d_chunks = by_version.get(version, ([], [], []))
+        r, r_chunks = references.get(version, ([], []))
+        cols = by_column.get(version)
+        if cols is not None:  # the bases only: what resolution reads of a file's references
+            r = [x for x in cols.references(path) if x.kind == "inherit"]
+        bindings = tuple(
+            Import(path, i["module"], i["name"], i["alias"], i["line"], i["star"], i["enclosing"])
+            for i in imports or ()
+        )
+        tags = FileTags(path, language, tuple(d), tuple(r), bindings, package or "")
+        out.append(StoredFile(tags, version, tuple(d_ids), tuple(d_chunks), tuple(r_chunks),
+                              cols if cols is not None or not by_column else _NO_REFS))  # fmt: skip
+    return out
+
+
+_NO_REFS = RefColumns((), (), (), (), (), (), (), ())

@@ -1,0 +1,92 @@
+"""Navigation over the stored graph of the sample repository: the finders, and budgeted
+answers whose text and JSON each fit the budget by the real tokenizer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memserver.core.errors import BadRequest
+from memserver.engine import Engine
+from memserver.navigate.service import Navigator
+from memserver.tokens import default_counter
+
+
+@pytest.fixture(scope="module")
+def nav(indexed_repo: Path) -> Navigator:
+    return Engine(indexed_repo, None, env={}).navigator()
+
+
+def test_symbol_takes_qualified_bare_module_and_file_names(nav: Navigator) -> None:
+    for name in ("RetryPolicy.delays", "delays", "src.http_client.RetryPolicy.delays",
+                 "http_client.py:RetryPolicy.delays"):  # fmt: skip
+        found = nav.symbols(name)
+        assert [(s.path, s.symbol, s.kind) for s in found][:1] == [
+            ("src/http_client.py", "RetryPolicy.delays", "method")
+        ], name
+    [policy] = nav.symbols("RetryPolicy")
+    assert policy.doc == "How often and how long to wait between attempts."
+    assert nav.symbols(policy.id) == [policy]
+    assert nav.symbols("no_such_name") == []
+
+
+def test_references_callers_and_neighbours(nav: Navigator) -> None:
+    targets, refs, _ = nav.references_of("RetryPolicy.delays")
+    assert [t.symbol for t in targets] == ["RetryPolicy.delays"]
+    assert [(r.path, r.kind, r.qualifier, r.enclosing and r.enclosing.symbol) for r in refs] == [
+        ("src/http_client.py", "call", "policy", "send_with_retry")
+    ]
+    _, typed, _ = nav.references_of("RetryPolicy", kinds=["type"])
+    assert {r.enclosing.symbol for r in typed if r.enclosing} == {"send_with_retry"}
+    assert nav.references_of("RetryPolicy", kinds=["call"])[1] == []
+    of, found = nav.neighbours_of("send_with_retry")
+    assert [o.symbol for o in of] == ["send_with_retry"]
+    callees = {n.item.symbol: n for n in found if n.direction == "callee"}
+    assert {"RetryPolicy", "RetryPolicy.delays"} <= set(callees)
+    assert callees["RetryPolicy.delays"].lines == (19,)
+    _, deep = nav.neighbours_of(of[0].chunk_id, depth=2)
+    assert {n.depth for n in deep} <= {1, 2}
+    with pytest.raises(BadRequest):
+        nav.neighbours_of("send_with_retry", depth=3)
+    with pytest.raises(BadRequest, match="unknown reference kind"):
+        nav.references_of("RetryPolicy", kinds=["calls"])
+
+
+def test_outline_nests_and_the_map_ranks(nav: Navigator) -> None:
+    files, order = nav.outline_of("src/http_client.py")
+    [f] = files
+    assert [e.item.symbol for e in f.entries] == ["RetryPolicy", "send_with_retry"]
+    assert [k.item.symbol for k in f.entries[0].children] == [
+        "RetryPolicy.__init__", "RetryPolicy.delays"]  # fmt: skip
+    assert len(order) == 4
+    assert {f.path for f in nav.outline_of("src/")[0]} == {"src/config.py", "src/http_client.py"}
+    assert [f.path for f in nav.outline_of("**/*.js")[0]] == ["web/app.js"]
+    files, order = nav.outline_of()
+    assert order[0].item.symbol == "RetryPolicy"  # the only definition another one uses
+    with pytest.raises(BadRequest, match="leaves the project root"):
+        nav.outline_of("../x")
+
+
+@pytest.mark.parametrize("budget", [256, 400, 4096])
+def test_every_answer_fits_its_budget_in_both_forms(nav: Navigator, budget: int) -> None:
+    count = default_counter().count
+    answers = [
+        nav.outline(None, budget), nav.outline("src/", budget), nav.symbol("delays", budget),
+        nav.references("RetryPolicy", (), budget), nav.neighbors("send_with_retry", 2, budget),
+    ]  # fmt: skip
+    for a in answers:
+        compact = json.dumps(a.data, ensure_ascii=False, separators=(",", ":"))
+        assert max(count(a.text), count(compact)) <= a.tokens <= budget
+        assert a.data["truncated"] is a.truncated
+    assert not answers[2].truncated or budget == 256
+
+
+def test_a_small_budget_keeps_the_first_items_and_says_so(nav: Navigator) -> None:
+    whole = nav.outline(None, 4096)
+    cut = nav.outline(None, 256)
+    assert not whole.truncated and cut.truncated
+    assert "raise budget_tokens" in cut.text
+    first = whole.data["files"][0]
+    assert cut.data["files"][0]["path"] == first["path"]

@@ -1,0 +1,66 @@
+"""Readings of the stored graph: a reading derived from the last one when files change
+answers as a reading built afresh, and a symbol table replaced file by file holds what a
+new one would."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from indexers.treesitter.tags import extract_tags
+from memserver.engine import Engine
+from memserver.graph import SymbolTable
+from memserver.graph.table import _INDEXES
+from memserver.navigate.view import GraphIndex
+from tests.conftest import write_tree
+from tests.store.test_graph_store import FILES
+
+
+def _contents(table: SymbolTable) -> dict[str, dict[object, Counter[str]]]:
+    return {
+        index: {k: Counter(map(repr, v)) if isinstance(v, list) else Counter([repr(v)])
+                for k, v in getattr(table, index).items()}
+        for index in _INDEXES
+    }  # fmt: skip
+
+
+def test_a_replaced_symbol_table_holds_what_a_new_one_would() -> None:
+    tags = {p: extract_tags(p, t, "python") for p, t in FILES.items() if p.endswith(".py")}
+    table = SymbolTable(tags.values())
+    before = _contents(table)
+    changed = extract_tags("pkg/util.py", "def jitter():\n    return 0\n", "python")
+    replaced = table.replaced(["pkg/__init__.py"], [changed])
+    expected = {**tags, "pkg/util.py": changed}
+    del expected["pkg/__init__.py"]
+    fresh = _contents(SymbolTable(expected.values()))
+    got = _contents(replaced)
+    for index in _INDEXES:
+        if index != "folder_tails":  # a folder's tails stay, naming no file
+            assert got[index] == fresh[index], index
+    assert _contents(table) == before  # the old table is left as it was
+    assert [d.qualified for d in replaced.lookup("jitter")] == ["jitter"]
+    assert table.lookup("jitter") == []
+
+
+def test_a_derived_reading_answers_as_a_fresh_one(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", FILES)
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    store = engine.open_store()
+    view = engine.graph_view(store)
+    first = view.get()
+    (root / "pkg/util.py").write_text("def backoff(request, tries=3):\n    return [request]\n")
+    (root / "pkg/__init__.py").unlink()
+    engine.index()
+    derived = view.get()
+    assert derived is not first
+    fresh = GraphIndex(store.graph.load(columns=True), store.files.read())
+    assert set(derived.files) == set(fresh.files) == {"pkg/client.py", "pkg/util.py"}
+    for name in ("backoff", "Client.send", "Client"):
+        [d1], [d2] = derived.lookup(name), fresh.lookup(name)
+        assert d1 == d2 and derived.def_id(d1) == fresh.def_id(d2)
+        assert [a.ref for a in derived.references_to([d1])] == [
+            a.ref for a in fresh.references_to([d2])]  # fmt: skip
+    assert first.lookup("backoff")[0].signature == "def backoff(request):"  # unchanged
+    assert derived.name_files == fresh.name_files
+    assert derived.chunks == fresh.chunks and derived.versions == fresh.versions

@@ -1,0 +1,136 @@
+"""The code graph's tags made in a worker process: the same rows as made in-process, in
+the files' order, whatever happens to the worker; and nothing of the indexed folder is
+imported by it."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from indexers.chunking import tag_file
+from memserver.core.types import ChunkOptions
+from memserver.ingest import tagging
+from memserver.ingest.tagging import Tagger
+from memserver.store.index import graph_part
+from tests.indexers.test_chunking import FIXTURES, POLYGLOT
+
+pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a worker needs 2 cores")
+
+
+def idle() -> tuple[float, float, float]:  # the machine's other work: none
+    return (0.0, 0.0, 0.0)
+
+
+def _files(copies: int = 6) -> list[tuple[str, str, str]]:
+    """The polyglot fixture (code and text files) several times over, under other paths."""
+    out = []
+    for n in range(copies):
+        for name, language in sorted(FIXTURES.items()):
+            text = (POLYGLOT / name).read_text(encoding="utf-8")
+            out.append((f"copy{n}/{name}", text, language))
+    return out
+
+
+def _expected(files: list[tuple[str, str, str]]) -> list[object]:
+    return [graph_part(tag_file(p, t, lang, ChunkOptions())) for p, t, lang in files]
+
+
+def _watch_workers(monkeypatch: pytest.MonkeyPatch) -> list[tagging._Worker | None]:
+    """The workers the tagger starts (the real ones), as they start."""
+    started: list[tagging._Worker | None] = []
+    real = tagging._Worker.spawn
+
+    def spawn() -> object:
+        started.append(real())
+        return started[-1]
+
+    monkeypatch.setattr(tagging._Worker, "spawn", spawn)
+    return started
+
+
+def test_the_worker_gives_what_tagging_here_gives_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = _files()
+    started = _watch_workers(monkeypatch)
+    got = list(Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle).tags(files))
+    assert len(started) == 1 and started[0] is not None  # the worker did the tagging
+    assert started[0].proc.wait(timeout=60) is not None  # and is gone after the run
+    assert got == _expected(files)
+    assert any(p.counts[1] for p in got)  # references crossed the pipe
+
+
+def test_a_small_run_is_tagged_here_and_stops_the_prepared_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = _files(1)
+    started = _watch_workers(monkeypatch)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=10_000, loadavg=idle)
+    tagger.prepare()
+    assert list(tagger.tags(files)) == _expected(files)
+    assert len(started) == 1 and started[0] is not None
+    assert started[0].proc.returncode is not None  # stopped, not left behind
+
+
+def test_a_prepared_run_uses_its_worker_and_a_failed_one_leaves_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = _files()
+    started = _watch_workers(monkeypatch)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle)
+    tagger.prepare()
+    assert list(tagger.tags(files)) == _expected(files)
+    assert len(started) == 1  # the prepared one answered
+    tagger.prepare()
+    tags = tagger.tags(files)  # a run that fails before reading its tags
+    tagger.close()
+    assert len(started) == 2 and all(w is not None and w.proc.returncode is not None
+                                     for w in started)  # fmt: skip
+    assert list(tags) == _expected(files)  # what is read anyway is made here
+
+
+def test_a_killed_worker_leaves_the_rest_to_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = _files()
+    started = _watch_workers(monkeypatch)
+    tags = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle).tags(files)
+    first = [next(tags) for _ in range(3)]
+    worker = started[0]
+    assert worker is not None and worker.proc.poll() is None  # running
+    os.kill(worker.proc.pid, signal.SIGKILL)
+    assert first + list(tags) == _expected(files)
+    assert worker.proc.returncode == -signal.SIGKILL
+
+
+def test_the_worker_imports_nothing_from_the_folder_it_starts_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "imported"
+    for package in ("indexers", "memserver"):  # our own top-level names, in a hostile tree
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(
+            f"open({str(marker)!r}, 'a').write({package!r})\n", encoding="utf-8"
+        )
+    monkeypatch.chdir(tmp_path)
+    files = _files(2)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle)
+    assert list(tagger.tags(files)) == _expected(files)
+    assert not marker.exists()
+
+
+def test_a_busy_machine_tags_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _files()
+    started = _watch_workers(monkeypatch)
+    cores = float(os.cpu_count() or 1)
+    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=lambda: (cores, 0.0, 0.0))
+    tagger.prepare()
+    assert list(tagger.tags(files)) == _expected(files)
+    assert started == []
+    assert list(Tagger(ChunkOptions(), workers=0, min_files=8, loadavg=idle).tags(files)) == (
+        _expected(files)
+    )
+    assert started == []

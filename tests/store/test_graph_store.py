@@ -1,0 +1,172 @@
+"""The code graph's tables: written with the chunks of their file, one version per file
+content, closed when the file changes or goes, reopened when it comes back, reconciled
+after a crash, forgotten and erased with their file, and checked by `doctor`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexers.treesitter.tags import extract_tags
+from memserver.core.graph import file_version
+from memserver.engine import Engine
+from memserver.store.index import IndexStore
+from tests.conftest import write_tree
+
+FILES = {
+    "pkg/__init__.py": "from pkg.client import Client\n",
+    "pkg/client.py": '''"""A client."""
+
+from pkg.util import backoff
+
+
+class Client:
+    """Talks to the server."""
+
+    def send(self, request):
+        return backoff(request)
+
+    def close(self):
+        self.send(None)
+''',
+    "pkg/util.py": "def backoff(request):\n    return [request]\n",
+    "README.md": "# Demo\n\nNothing to see.\n",
+}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "repo", FILES)
+
+
+def _engine(root: Path) -> Engine:
+    return Engine(root, None, embedder_flag="none", env={})
+
+
+def _current(store: IndexStore) -> dict[str, str]:
+    return {r.path: v for v, r in store.graph.file_rows().items() if r.current}
+
+
+def test_the_graph_is_stored_with_the_chunks_and_reads_back_as_extracted(repo: Path) -> None:
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    manifest = store.files.read()
+    current = _current(store)
+    assert set(current) == set(manifest)  # every file has a version, code or not
+    for path, record in manifest.items():
+        assert current[path] == file_version(path, record.content_hash, record.chunk_ids)
+    stored = {f.tags.path: f for f in store.graph.load()}
+    for path in ("pkg/client.py", "pkg/util.py", "pkg/__init__.py"):
+        assert stored[path].tags == extract_tags(path, (repo / path).read_text(), "python")
+    client = stored["pkg/client.py"]
+    chunks = {c.id: c for c in store.chunks.find("origin = 'file' AND valid_to IS NULL")}
+    for d, cid in zip(client.tags.definitions, client.definition_chunks, strict=True):
+        assert chunks[cid].path == d.path
+        assert chunks[cid].start_line <= d.start_line <= chunks[cid].end_line
+    for r, cid in zip(client.tags.references, client.reference_chunks, strict=True):
+        assert chunks[cid].start_line <= r.line <= chunks[cid].end_line
+    assert len(set(client.definition_ids)) == len(client.definition_ids)
+    assert all(i.startswith("s_") and len(i) == 34 for i in client.definition_ids)
+    assert stored["README.md"].tags.definitions == ()
+    assert not store.needs_reconcile()
+    assert not any(store.desync().values())
+
+
+def test_a_changed_file_closes_its_version_and_a_reverted_one_reopens_it(repo: Path) -> None:
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    first = _current(store)["pkg/util.py"]
+    rows_before = store.graph.count_rows()
+    (repo / "pkg/util.py").write_text("def backoff(request):\n    return []\n\n\ndef jitter():\n"
+                                      "    return 0\n")  # fmt: skip
+    engine.index()
+    second = _current(store)["pkg/util.py"]
+    assert second != first
+    states = store.graph.file_rows()
+    assert states[first].current is False and states[second].current is True
+    names = {d.qualified for f in store.graph.load() for d in f.tags.definitions}
+    assert "jitter" in names
+    (repo / "pkg/util.py").write_text(FILES["pkg/util.py"])
+    engine.index()
+    assert _current(store)["pkg/util.py"] == first  # the same version, reopened
+    written = store.graph.count_rows()
+    assert written[0] > rows_before[0]  # the second version's rows were added once...
+    engine.index()
+    assert store.graph.count_rows() == written  # ...and the third write added none
+    assert "jitter" not in {d.qualified for f in store.graph.load() for d in f.tags.definitions}
+    (repo / "pkg/util.py").unlink()
+    engine.index()
+    assert "pkg/util.py" not in _current(store)
+    assert not store.needs_reconcile()
+
+
+def test_reconcile_drops_half_written_versions_and_re_indexes_a_file_whose_graph_is_gone(
+    repo: Path,
+) -> None:
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    util = _current(store)["pkg/util.py"]
+    client = _current(store)["pkg/client.py"]
+    # a write cut short: references of a version whose file row never went in
+    stray = "0" * 24
+    from memserver.store import lancedb as ldb
+
+    ldb.add_columns(store.graph.refs, {
+        "id": [f"r_{stray}00000000"], "path": ["pkg/util.py"], "version": [stray],
+        "name": ["x"], "kind": ["call"], "line": [1], "column": [0], "enclosing": [""],
+        "qualifier": [""], "receiver_type": [""], "chunk_id": [""], "valid_to": [None],
+    })  # fmt: skip
+    # a damaged table lost the references of a current version
+    ldb.delete_where(store.graph.refs, f"version = '{client}'")
+    # and a crash left an old version of util.py open beside the current one
+    store.graph.set_current([util], current=False)
+    assert store.needs_reconcile()
+    found = {k: v for k, v in store.desync().items() if v}
+    assert found["code graph versions of a write cut short"] == 2  # the stray, the damaged
+    assert found["files whose code graph is gone"] == 1
+    assert found["code graph versions to reopen"] == 1
+    assert store.reconcile() > 0
+    assert stray not in store.graph.file_rows()
+    assert "pkg/client.py" not in store.files.read()  # indexed again by the next run
+    assert _current(store)["pkg/util.py"] == util
+    engine.index()
+    assert not store.needs_reconcile()
+    assert not any(store.desync().values())
+    loaded = {f.tags.path: f.tags for f in store.graph.load()}
+    text = (repo / "pkg/client.py").read_text()
+    assert loaded["pkg/client.py"] == extract_tags("pkg/client.py", text, "python")
+
+
+def test_forget_closes_a_files_graph_and_erase_deletes_it(repo: Path) -> None:
+    engine = _engine(repo)
+    engine.index()
+    service = engine.memory_service()
+    service.forget((), ("pkg/util.py",), reason="test")
+    store = engine.open_store()
+    assert "pkg/util.py" not in _current(store)
+    assert any(r.path == "pkg/util.py" for r in store.graph.file_rows().values())
+    service.forget((), ("pkg/client.py",), reason="secret", erase=True)
+    assert not any(r.path == "pkg/client.py" for r in store.graph.file_rows().values())
+    assert not any(f.tags.path == "pkg/client.py" for f in store.graph.load())
+    assert not store.needs_reconcile()
+
+
+def test_doctor_checks_and_repairs_the_graph(repo: Path) -> None:
+    engine = _engine(repo)
+    engine.index()
+    report = engine.doctor()
+    assert report.healthy
+    tables = next(c for c in report.checks if c.check == "tables")
+    assert "symbols" in tables.detail and "refs" in tables.detail
+    store = engine.open_store()
+    store.graph.set_current([_current(store)["pkg/util.py"]], current=False)
+    report = engine.doctor()
+    assert not report.healthy
+    sync = next(c for c in report.checks if c.check == "sync")
+    assert "code graph versions to reopen: 1" in sync.detail
+    assert engine.doctor(repair=True).healthy
+    assert engine.doctor().healthy
