@@ -6,10 +6,10 @@ The stages of `Recaller.recall` for a long query (`plan.task` set, see `plan.py`
    (`files.weighted_terms`), the dense arm over its prose (and one over its code sample),
    the exact-name arm, the memory arms; fused by reciprocal rank;
 2. files: ranked by `files.rank_files` over five signals, the chunk arms' among them;
-3. evidence: each file's chunks in their order within it (a keyword search over the file
-   for the whole query, plus a little where the query names a chunk's symbol), the first
-   chunk of each file in file order, then the second chunks, and so on: the answer spans
-   the most likely files before it adds a second chunk of one;
+3. evidence: each file's chunks in their order within it (their keyword scores for the
+   whole query, plus a little where the query names a chunk's symbol), the first chunk of
+   each file in file order, then the second chunks, and so on: the answer spans the most
+   likely files before it adds a second chunk of one;
 4. a file whose best chunk reads as tests (`roles.content_is_test`) counts as a test file.
 
 With an optional `FileOrder` (an LLM's, `memserver.llm.locate`), the first files of stage 2
@@ -231,7 +231,8 @@ def _within_file(
     whole query (`words`: the keyword arm's, scaled to the file's best), plus `name_weight`
     where the query names the chunk's symbol (`named`: 0..1). The fused order mixes in the
     exact-name arm's ranks across the repository; within one file the chunk the query's
-    words describe best was the fix's function more often (DEV issues: first 47% vs 44%).
+    words describe best was the fix's function more often (DEV issues, gold functions
+    in their files: first 47%, 50% with the names, against 44%).
     A file no keyword hit reached (found by its name or as a whole) gets its chunks by a
     keyword search within it."""
     scores = {c.id: words[c.id] for c in candidates if c.id in words}
