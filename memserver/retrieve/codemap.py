@@ -1,10 +1,17 @@
 """A map answer: ranked files, each with its most relevant places, a line apiece.
 
-Like a repository map, but for one question: per file its path, then its best chunks as
-`L73-149 class URLValidator(RegexValidator):` (the span and the first line of code: a
-signature, a heading), `PLACES` for the first `WIDE` files and one for the rest. Twenty
-files fit in about 1,000 tokens, so an agent sees the candidates first and reads only what
-it needs.
+Like a repository map, but for one question: per file its path, then its best chunks, best
+first, as `L73-149 class URLValidator(RegexValidator):` (the span and the first line of
+code: a signature, a heading), as many as `PLACES` gives for the file's rank and one for
+the rest. Twenty files fit in about 1,000 tokens, so an agent sees the candidates first and
+reads only what it needs.
+
+On the DEV issues (keyword only) three places for the first file and two for the next four,
+best first, listed every function of the fix among the first ten places for 65.6% of the
+issues and the first five for 60.8%, against 60.8% and 57.1% with two places each in line
+order; chosen leave-one-release-out among eleven layouts (in 8 of 9 folds; held out:
+64.6% and 60.4%). A third place for more files, or a fourth, cost the later files' places
+more than it gave.
 """
 
 from __future__ import annotations
@@ -16,8 +23,7 @@ from memserver.core.types import Evidence, MapFile, MapSymbol
 
 __all__ = ["PLACES", "build_map", "signature"]
 
-PLACES = 2  # places listed per file among the first WIDE files (one for the others)
-WIDE = 5
+PLACES = (3, 2, 2, 2, 2)  # places listed for the first, second, … file; one for the others
 _SIGNATURE_CHARS = 80
 _SKIP = re.compile(r"^\s*(?:@|#|//|/\*|\*|\"\"\"|'''|$)")  # decorators, comments, blank lines
 _DEFINES = re.compile(
@@ -38,12 +44,13 @@ def signature(e: Evidence) -> str:
 def build_map(ranked: Sequence[tuple[str, float, str]], evidence: Sequence[Evidence],
               limit: int) -> list[MapFile]:  # fmt: skip
     """Up to `limit` of the ranked (path, score, role) files, distinct, in order, each with
-    the places the evidence (best first) holds in it."""
-    top = set(list(dict.fromkeys(path for path, _, _ in ranked))[:WIDE])
+    the places the evidence (best first) holds in it, in that order."""
+    rank = {path: i for i, path in enumerate(dict.fromkeys(path for path, _, _ in ranked))}
     places: dict[str, list[MapSymbol]] = {}
     for e in evidence:
         got = places.setdefault(e.path, [])
-        if len(got) < (PLACES if e.path in top else 1):
+        i = rank.get(e.path, len(PLACES))
+        if len(got) < (PLACES[i] if i < len(PLACES) else 1):
             got.append(MapSymbol(e.id, e.symbol or e.kind, e.start_line, e.end_line,
                                  signature(e)))  # fmt: skip
     out: list[MapFile] = []
@@ -52,8 +59,7 @@ def build_map(ranked: Sequence[tuple[str, float, str]], evidence: Sequence[Evide
         if path in seen or path not in places:
             continue
         seen.add(path)
-        ordered = tuple(sorted(places[path], key=lambda m: m.start_line))
-        out.append(MapFile(path, score, role, ordered))
+        out.append(MapFile(path, score, role, tuple(places[path])))
         if len(out) >= limit:
             break
     return out

@@ -22,7 +22,7 @@ swebench`); the sum of scaled scores beat reciprocal-rank fusion there (file Acc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memserver.core.protocols import KeywordIndex, Snapshot
@@ -35,6 +35,7 @@ __all__ = [
     "FileRank",
     "about_tests_or_docs",
     "file_signals",
+    "names_symbol",
     "rank_files",
     "weighted_terms",
 ]  # fmt: skip
@@ -62,6 +63,24 @@ def weighted_terms(task: Task, text: str, title_weight: float) -> list[tuple[str
         if word in counts:
             counts[word] += title_weight
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def names_symbol(task: Task) -> Callable[[str], float]:
+    """1.0 for a chunk symbol the task names (`A.b` or `b`: a name it mentions, a frame's
+    function, a qualified name `A.b` it writes), else 0. Dunder names count only from
+    tracebacks: an issue saying `__init__` rarely means one in particular."""
+    said = {n for n, _ in task.names if not (n.startswith("__") and n.endswith("__"))}
+    said |= {f.function for f in task.frames}
+    qualified = {".".join(m.split(".")[-2:]) for m in task.modules}
+
+    def score(symbol: str) -> float:
+        for part in symbol.split(","):
+            names = part.strip().split(".")
+            if names[-1] in said or (len(names) > 1 and ".".join(names[-2:]) in qualified):
+                return 1.0
+        return 0.0
+
+    return score
 
 
 def about_tests_or_docs(task: Task) -> frozenset[str]:

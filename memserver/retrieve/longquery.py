@@ -6,9 +6,10 @@ The stages of `Recaller.recall` for a long query (`plan.task` set, see `plan.py`
    (`files.weighted_terms`), the dense arm over its prose (and one over its code sample),
    the exact-name arm, the memory arms; fused by reciprocal rank;
 2. files: ranked by `files.rank_files` over five signals, the chunk arms' among them;
-3. evidence: the best candidate chunk of each file in file order (a file the chunk arms
-   missed gets its best chunk by a keyword search within it), then the second chunks, and
-   so on: the answer spans the most likely files before it adds a second chunk of one;
+3. evidence: each file's chunks in their order within it (their keyword scores for the
+   whole query, plus a little where the query names a chunk's symbol), the first chunk of
+   each file in file order, then the second chunks, and so on: the answer spans the most
+   likely files before it adds a second chunk of one;
 4. a file whose best chunk reads as tests (`roles.content_is_test`) counts as a test file.
 
 With an optional `FileOrder` (an LLM's, `memserver.llm.locate`), the first files of stage 2
@@ -17,7 +18,7 @@ are re-ordered by it before stage 3; when it answers None, recall's own order st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -32,6 +33,7 @@ from memserver.retrieve.files import (
     FileRank,
     about_tests_or_docs,
     file_signals,
+    names_symbol,
     rank_files,
     weighted_terms,
 )
@@ -86,8 +88,11 @@ def retrieve_long(
     ranked: dict[str, Ranked] = {}
     weights: dict[str, float] = {}
     via: Via = {}
-    hits = keyword.search_weighted(terms, depth * 5 if mask is not None else depth)
-    ranked["bm25"] = _allowed(snap, hits, mask)[:depth]
+    # one keyword search serves the arm (its first `depth`) and the order within files
+    deep = max(depth, s.within_file_candidates)
+    hits = _allowed(snap, keyword.search_weighted(terms, deep * 5 if mask is not None else deep),
+                    mask)  # fmt: skip
+    ranked["bm25"] = hits[:depth]
     weights["bm25"] = 1.0
     dense_rows: list[tuple[int, float]] = []
     for i, qv in enumerate(qvs):
@@ -139,6 +144,9 @@ def retrieve_long(
         k,
         s.second_chunk_weight,
         limit=3 * k,
+        words=dict(hits),
+        named=names_symbol(task),
+        name_weight=s.chunk_name_weight,
     )
     files, evidence = _tests_by_content(files, evidence, s.secondary_weight, asked)
     best_of = {name: max(scores, key=lambda p: (scores[p], p))
@@ -179,25 +187,27 @@ def _spread(
     snap: Snapshot, keyword: KeywordIndex, terms: Sequence[tuple[str, float]],
     files: Sequence[FileRank], fused: Sequence[Fused], via: Via, mask: np.ndarray | None,
     evidence_of: EvidenceOf, k: int, decay: float, limit: int,
+    words: Mapping[str, float] | None = None, named: Callable[[str], float] = lambda _: 0.0,
+    name_weight: float = 0.0,
 ) -> list[Evidence]:  # fmt: skip
-    """Candidate chunks grouped by file, files in rank order, then dealt out: a file's n-th
-    chunk scores its file's score times `decay`**n (0: every file's first chunk before any
-    second one); the first `limit` items become evidence."""
+    """Each file's chunks in their order within it (`_within_file`, from the keyword arm's
+    scores `words`), files in rank order, then dealt out: a file's n-th chunk scores its
+    file's score times `decay`**n (0: every file's first chunk before any second one); the
+    first `limit` items become evidence."""
     rank = {f.path: i for i, f in enumerate(files)}
     per_file: dict[str, list[Fused]] = {f.path: [] for f in files}
-    rows = snap.rows_of([c.id for c in fused])
-    for c, row in zip(fused, rows, strict=True):
+    seen = {c.id for c in fused}
+    deeper = [Fused(cid, 0.0, ("bm25",)) for cid in (words or {}) if cid not in seen]
+    everyone = [*fused, *deeper]
+    rows = snap.rows_of([c.id for c in everyone])
+    for c, row in zip(everyone, rows, strict=True):
         if row is not None:
             path = snap.path_at(row)
-            if path in per_file and len(per_file[path]) < k:
+            if path in per_file:
                 per_file[path].append(c)
-    for f in files:  # a file found by its name or as a whole: its best chunk by keyword
-        if not per_file[f.path]:
-            inside = _allowed(snap, keyword.search_weighted(terms, 3, path=f.path), mask)
-            if not inside:
-                inside = [(snap.id_at(r), 0.0) for r in list(snap.rows_in_file(f.path))[:1]
-                          if mask is None or mask[r]]  # fmt: skip
-            per_file[f.path] = [Fused(cid, sc, ("file",)) for cid, sc in inside[:1]]
+    for f in files:
+        per_file[f.path] = _within_file(snap, keyword, terms, f.path, per_file[f.path], mask,
+                                        k, words or {}, named, name_weight)  # fmt: skip
     dealt = [(f.score * decay**depth, -i, -depth, item) for i, f in enumerate(files)
              for depth, item in enumerate(per_file[f.path])]  # fmt: skip
     dealt.sort(key=lambda d: d[:3], reverse=True)
@@ -210,6 +220,41 @@ def _spread(
         out.append(replace(e, score=round(score.get(e.id, 0.0), 6),
                            routes=tuple(dict.fromkeys((*e.routes, *signals)))))  # fmt: skip
     return out
+
+
+def _within_file(
+    snap: Snapshot, keyword: KeywordIndex, terms: Sequence[tuple[str, float]], path: str,
+    candidates: Sequence[Fused], mask: np.ndarray | None, k: int, words: Mapping[str, float],
+    named: Callable[[str], float], name_weight: float,
+) -> list[Fused]:  # fmt: skip
+    """A file's first `k` chunks, best first: each candidate's keyword score against the
+    whole query (`words`: the keyword arm's, scaled to the file's best), plus `name_weight`
+    where the query names the chunk's symbol (`named`: 0..1). The fused order mixes in the
+    exact-name arm's ranks across the repository; within one file the chunk the query's
+    words describe best was the fix's function more often (DEV issues, gold functions
+    in their files: first 47%, 50% with the names, against 44%).
+    A file no keyword hit reached (found by its name or as a whole) gets its chunks by a
+    keyword search within it."""
+    scores = {c.id: words[c.id] for c in candidates if c.id in words}
+    if not scores:
+        scores = dict(_allowed(snap, keyword.search_weighted(terms, k, path=path), mask))
+    if not scores and not candidates:
+        scores = {snap.id_at(r): 0.0 for r in list(snap.rows_in_file(path))[:1]
+                  if mask is None or mask[r]}  # fmt: skip
+    best = max(scores.values(), default=0.0) or 1.0
+    pool = list(dict.fromkeys([*scores, *(c.id for c in candidates)]))
+    arms_of = {c.id: c.arms for c in candidates}
+    symbols = dict(zip(pool, _symbols(snap, pool), strict=True))
+    scored = {cid: scores.get(cid, 0.0) / best + name_weight * named(symbols[cid])
+              for cid in pool}  # fmt: skip
+    first = {cid: i for i, cid in enumerate(pool)}
+    order = sorted(pool, key=lambda cid: (-scored[cid], first[cid]))[:k]
+    return [Fused(cid, scored[cid], arms_of.get(cid, ("file",))) for cid in order]
+
+
+def _symbols(snap: Snapshot, ids: Sequence[str]) -> list[str]:
+    rows = snap.rows_of(list(ids))
+    return [snap.symbol_at(r) if r is not None else "" for r in rows]
 
 
 def _tests_by_content(files: list[FileRank], evidence: list[Evidence], secondary: float,

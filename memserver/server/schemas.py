@@ -131,7 +131,7 @@ class MapFileItem(BaseModel):
 
     path: str
     places: list[list[int | str]] = Field(
-        description="[start_line, end_line, first line of code] per place, in line order."
+        description="[start_line, end_line, first line of code] per place, best first."
     )
     role: str | None = Field(default=None, description="test, doc, … when not code.")
 

@@ -352,6 +352,9 @@ class LeanSnapshot:
     def path_at(self, row: int) -> str:
         return str(self.columns["path"].at(row))
 
+    def symbol_at(self, row: int) -> str:
+        return str(self.columns["symbol"].at(row) or "")
+
     def file_paths(self) -> Sequence[str]:
         return list(self.files)
 

@@ -163,6 +163,9 @@ class MemorySnapshot:
     def path_at(self, row: int) -> str:
         return self.chunks[row].path
 
+    def symbol_at(self, row: int) -> str:
+        return self.chunks[row].symbol
+
     def file_paths(self) -> Sequence[str]:
         return list(self.files)
 

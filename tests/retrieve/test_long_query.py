@@ -161,3 +161,110 @@ def test_a_map_of_a_short_question_is_its_evidence_by_file(recaller) -> None:
 def test_an_unknown_format_is_refused_with_the_choices(recaller) -> None:
     with pytest.raises(BadRequest, match="chunks, map"):
         recaller.recall(ISSUE, format="tree")
+
+
+# A module of functions, each its own chunk, and an issue about one of them that names
+# another in passing: the file's chunks follow how well the issue's words describe each,
+# not the exact-name arm's rank across the repository.
+REDIRECTS = '''"""Redirect handling."""
+
+
+def merge_cookies(jar, response):
+    """Copy the cookies a response sets into the jar."""
+    for name, value in response.cookies.items():
+        jar[name] = value
+    return jar
+
+
+def follow_redirects(session, response, request, max_redirects):
+    """Follow the Location header of each redirect response until a final response."""
+    hops = 0
+    while response.is_redirect:
+        hops += 1
+        location = response.headers["Location"]
+        request = request.copy(url=location)
+        response = session.send(request)
+    return response
+
+
+def strip_auth(request, new_url):
+    """Drop the Authorization header when a redirect leaves the original host."""
+    if request.url.host != new_url.host:
+        request.headers.pop("Authorization", None)
+    return request
+'''
+
+PASSING = """Redirect loops hang the session instead of raising TooManyRedirects
+Description
+
+When a server answers with a redirect loop the session keeps following the Location header:
+each hop copies the request to the new location and sends it again, and the hops counter
+never reaches max_redirects because every response is a redirect. The session should raise
+TooManyRedirects once the hops exceed max_redirects, whatever the Location header says.
+Unrelated: merge_cookies() was fine here.
+"""
+
+
+@pytest.fixture(scope="module")
+def functions(tmp_path_factory):
+    from memserver.engine import Engine
+
+    tree = {"lib/redirects.py": REDIRECTS, "lib/exceptions.py": TREE["lib/exceptions.py"]}
+    tree |= {f"lib/extra_{n}.py": TREE[f"lib/extra_{n}.py"] for n in range(6)}
+    root = write_tree(tmp_path_factory.mktemp("functions") / "repo", tree)
+    engine = Engine(root, None, embedder_flag="hashing", env={})
+    engine.index()
+    return engine.recaller(rerank=False)
+
+
+def _terms(recaller, text: str) -> list[tuple[str, float]]:
+    from memserver.retrieve.files import weighted_terms
+    from memserver.text.task import parse_task
+
+    return weighted_terms(parse_task(text), text, recaller.settings.title_weight)
+
+
+def test_a_files_chunks_come_best_described_first(functions) -> None:
+    result = functions.recall(PASSING)
+    mine = [e for e in result.evidence if e.path == "lib/redirects.py"]
+    assert len(mine) >= 2 and mine[0].symbol == "follow_redirects"
+    scores = dict(functions.keyword.search_weighted(_terms(functions, PASSING), 50,
+                                                    path="lib/redirects.py"))  # fmt: skip
+    named = next(e for e in mine if e.symbol == "merge_cookies")  # named, in passing
+    assert scores[named.id] < scores[mine[0].id]
+
+
+def test_a_named_symbol_counts_within_its_file_by_the_name_weight(functions) -> None:
+    from memserver.retrieve.files import names_symbol
+    from memserver.retrieve.fuse import Fused
+    from memserver.retrieve.longquery import _within_file
+    from memserver.text.task import parse_task
+
+    snap = functions.snapshots()
+    terms = _terms(functions, PASSING)
+    mine = {snap.id_at(r) for r in snap.rows_in_file("lib/redirects.py")}
+
+    def order(weight: float) -> list[str]:
+        words = dict(functions.keyword.search_weighted(terms, 100))  # the keyword arm's
+        candidates = [Fused(cid, 0.0, ("bm25",)) for cid in words]
+        chunks = _within_file(snap, functions.keyword, terms, "lib/redirects.py",
+                              [c for c in candidates if c.id in mine], None, 10, words,
+                              names_symbol(parse_task(PASSING)), weight)  # fmt: skip
+        return [snap.symbol_at(r) for r in snap.rows_of([c.id for c in chunks]) if r is not None]
+
+    plain, heavy = order(0.0), order(10.0)
+    assert plain[0] == "follow_redirects" and plain.index("merge_cookies") > 0
+    assert heavy[0] == "merge_cookies"  # the one function the issue names
+    assert sorted(plain) == sorted(heavy)  # the same chunks, re-ordered
+
+
+def test_a_map_lists_more_places_for_its_first_files_best_first(functions) -> None:
+    from memserver.retrieve.codemap import PLACES
+
+    result = functions.recall(PASSING, format="map")
+    first = result.files[0]
+    assert first.path == "lib/redirects.py"
+    assert first.symbols[0].name == "follow_redirects"  # best first, not by line
+    assert len(first.symbols) == min(PLACES[0], 3)  # the module's three functions, up to PLACES
+    for i, f in enumerate(result.files):
+        assert len(f.symbols) <= (PLACES[i] if i < len(PLACES) else 1)

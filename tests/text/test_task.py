@@ -57,3 +57,20 @@ def test_a_one_line_question_has_no_code_parts() -> None:
     t = parse_task("where are redirects followed")
     assert (t.paths, t.frames, t.modules, t.names, t.errors, t.code) == ((), (), (), (), (), "")
     assert t.title == t.prose == "where are redirects followed"
+
+
+def test_names_symbol_scores_the_symbols_an_issue_names() -> None:
+    from memserver.retrieve.files import names_symbol
+
+    task = parse_task(
+        "QuerySet.only() crashes with select_related\n\nCalling `only()` after select_related "
+        "fails in __init__ of the iterable:\n\n"
+        'Traceback (most recent call last):\n  File "django/db/models/query.py", line 5, in '
+        "__iter__\n    x\nTypeError: bad\n"
+    )
+    named = names_symbol(task)
+    assert named("QuerySet.only") == 1.0  # a name it calls (and the qualified name)
+    assert named("ModelIterable.__iter__") == 1.0  # a traceback's frame, dunder or not
+    assert named("Query.select_related, Query.add_fields") == 1.0  # a merged chunk's part
+    assert named("Model.__init__") == 0.0  # a dunder in prose names no one in particular
+    assert named("QuerySet.filter") == 0.0 and named("") == 0.0
