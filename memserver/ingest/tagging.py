@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import pickle
+import queue
 import subprocess
 import sys
 import threading
@@ -71,16 +72,16 @@ class Tagger:
             self._ready = _Worker.spawn()
 
     def _worth_a_worker(self) -> bool:
-        """A worker, and a core for it: one is this process's, another must be idle (the
-        last minute's load average, which counts this process, below cores - 1/2)."""
-        cores = os.cpu_count() or 1
+        """A worker, and a core with time for it: the last minute's load average (which
+        counts this process and its last run) below the cores this process may use."""
+        cores = _cores()
         if self.workers < 1 or cores < 2:
             return False
         try:
             load = self.loadavg()[0]
         except OSError:  # no load average here: trust the cores
             return True
-        return load < cores - 0.5
+        return load < cores
 
     def close(self) -> None:
         """Stop the workers: one prepared for a run that did not take it, one whose run
@@ -99,8 +100,8 @@ class Tagger:
             return (_rows(f, self.options) for f in files)
         worker, self._ready = self._ready or _Worker.spawn(), None
         if worker is not None:
+            self._active = worker  # `close` stops it, whatever happens from here
             worker.feed(self.options, code)
-            self._active = worker
         return self._from_worker(files, worker)
 
     def _from_worker(self, files: Sequence[Job], worker: _Worker | None) -> Iterator[object]:
@@ -108,7 +109,7 @@ class Tagger:
             for f in files:
                 if f[2] in CODE_LANGUAGES and worker is not None:
                     answer = worker.next()
-                    if answer is not _GONE:
+                    if getattr(answer, "path", None) == f[0]:  # its answer for this file
                         yield answer
                         continue
                     worker.stop()
@@ -120,6 +121,16 @@ class Tagger:
 
 
 _GONE = object()
+
+
+def _cores() -> int:
+    """The cores this process may run on (a container's share, where the OS says so)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 _BOOT = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
     "from memserver.ingest.tagging import serve_stdio; serve_stdio()"
@@ -127,11 +138,14 @@ _BOOT = (
 
 
 class _Worker:
-    """The child process and the thread feeding it the jobs, a chunk per message."""
+    """The child process, the thread feeding it the jobs (a chunk per message) and the one
+    reading its answers as they come: left in the pipe, they would stop the worker (a
+    pipe holds 64 KiB; a chunk's answers are more) until this process asks for them."""
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self.held: list[object] = []
+        self.answers: queue.SimpleQueue[object] = queue.SimpleQueue()
 
     @classmethod
     def spawn(cls) -> _Worker | None:
@@ -145,10 +159,23 @@ class _Worker:
         return cls(proc)
 
     def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
-        """Send the jobs, from a thread (the pipe fills while this process reads answers)."""
+        """Send the jobs and take the answers, each from a thread of its own."""
         threading.Thread(
             target=self._feed, args=(options, jobs), name="memserver-tag-feeder", daemon=True
         ).start()
+        threading.Thread(target=self._read, name="memserver-tag-reader", daemon=True).start()
+
+    def _read(self) -> None:
+        """Every answer message into `answers`, then _GONE (the end, a death, garbage)."""
+        try:
+            while True:
+                answer = pickle.load(self.proc.stdout)  # type: ignore[arg-type]
+                if not isinstance(answer, list) or not answer:
+                    break
+                self.answers.put(answer)
+        except Exception:  # ended, died or garbled: the caller tags the rest
+            pass
+        self.answers.put(_GONE)
 
     def _feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
         pipe = self.proc.stdin
@@ -161,11 +188,9 @@ class _Worker:
     def next(self) -> object:
         """The next file's tags, or _GONE when the worker cannot give them."""
         if not self.held:
-            try:
-                answers = pickle.load(self.proc.stdout)  # type: ignore[arg-type]
-            except Exception:  # ended, died or garbled: the caller tags the rest
-                return _GONE
-            if not isinstance(answers, list) or not answers:
+            answers = self.answers.get()
+            if not isinstance(answers, list):
+                self.answers.put(_GONE)  # asked again: still gone
                 return _GONE
             self.held = answers[::-1]
         return self.held.pop()
@@ -182,12 +207,18 @@ class _Worker:
 
 def _serve(source: IO[bytes], sink: IO[bytes]) -> None:
     """The worker's loop: a chunk of jobs in, their tags out, until the input ends."""
+    parent = os.getppid()
     while True:
         try:
             options, jobs = pickle.load(source)
         except EOFError:
             return
-        pickle.dump([_rows(j, options) for j in jobs], sink, pickle.HIGHEST_PROTOCOL)
+        answers = []
+        for job in jobs:
+            if os.getppid() != parent:  # the indexing process is gone (killed): so are we
+                return
+            answers.append(_rows(job, options))
+        pickle.dump(answers, sink, pickle.HIGHEST_PROTOCOL)
         sink.flush()
 
 

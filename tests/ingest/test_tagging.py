@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from indexers.chunking import tag_file
+from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core.types import ChunkOptions
 from memserver.ingest import tagging
 from memserver.ingest.tagging import Tagger
@@ -134,3 +136,19 @@ def test_a_busy_machine_tags_here(monkeypatch: pytest.MonkeyPatch) -> None:
         _expected(files)
     )
     assert started == []
+
+
+def test_answers_are_read_as_they_come_not_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's answers outgrow a pipe's buffer: unread, they would stop the worker until
+    the run asks for them. Every answer arrives before the first is asked for."""
+    files = _files()
+    started = _watch_workers(monkeypatch)
+    tags = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle).tags(files)
+    worker = started[0]
+    assert worker is not None
+    messages = -(-sum(1 for f in files if f[2] in CODE_LANGUAGES) // tagging._CHUNK)
+    deadline = time.monotonic() + 120  # a bound for a stuck worker, not a timing claim
+    while worker.answers.qsize() < messages and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert worker.answers.qsize() >= messages  # all read (then the end), none asked for yet
+    assert list(tags) == _expected(files)
