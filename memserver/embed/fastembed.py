@@ -7,6 +7,7 @@ of similar length and little compute goes to padding.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -19,6 +20,8 @@ from typing import Any
 from memserver.config import EmbeddingSettings
 from memserver.core.errors import ModelUnavailable
 from memserver.embed.models import HUB_HOST, cache_dir, fix_hint, reachable
+
+logger = logging.getLogger(__name__)
 
 # a model that failed to load, per (model, cache, may download): every embedder of the
 # process gives up at once for RETRY_SECONDS (a long-lived server then looks again: the
@@ -196,7 +199,12 @@ class FastEmbedder:
                 spare: queue.SimpleQueue[Any] = queue.SimpleQueue()
                 spare.put(model)
                 for _ in range(self.sessions - 1):
-                    spare.put(self._load())
+                    try:  # the first session works: a spare that cannot load is done without
+                        spare.put(self._load())
+                    except ModelUnavailable as exc:
+                        logger.warning("embedding with one model session: %s", exc.message)
+                        self.sessions = 1
+                        return None
                 self._spare = spare
             return self._spare
 

@@ -41,6 +41,8 @@ class GraphArm:
         read (a few milliseconds), never the whole graph: the first short query of a
         server does not wait for it; a symbol table over them answers as the whole one
         would (every definition a name can mean carries the name's last part)."""
+        if any(find.SYMBOL_ID.match(n.strip()) for n in names):  # an id: the whole graph
+            return self._defining_in(self.graph(), names, limit)
         texts = [n.strip() for n in names if _lookup_text(n)]
         stored = self.named([_last(_lookup_text(t)) for t in texts])
         if not stored:
@@ -57,6 +59,15 @@ class GraphArm:
             found = [d for d in hits if d.kind not in _VALUES][:_PER_NAME]
             for n, d in enumerate(found):
                 out.setdefault(chunk_of[d], 1.0 / (1 + rank + n))
+        return sorted(out.items(), key=lambda kv: -kv[1])[:limit]
+
+    @staticmethod
+    def _defining_in(g: GraphIndex, names: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        out: dict[str, float] = {}
+        for rank, name in enumerate(names):
+            found = [d for d in find.symbols(g, name) if d.kind not in _VALUES][:_PER_NAME]
+            for n, d in enumerate(found):
+                out.setdefault(g.def_chunk(d), 1.0 / (1 + rank + n))
         return sorted(out.items(), key=lambda kv: -kv[1])[:limit]
 
     def around(self, chunk_ids: Sequence[str], limit: int) -> list[tuple[str, float]]:

@@ -72,6 +72,7 @@ def test_the_definitions_arm_reads_only_the_names_and_answers_as_the_whole_graph
     defs = [d for entry in whole.files.values() for d in entry.tags.definitions]
     asked = sorted({d.name for d in defs} | {d.qualified for d in defs})
     asked += ["no_such_name", "Nothing.here", "utils.py:nothing", ""]
+    asked += [whole.def_id(d) for d in defs[::40]]  # symbol ids, as the tools show them
     assert len(asked) > 100
     for at in range(0, len(asked), 3):
         names = asked[at : at + 3]
