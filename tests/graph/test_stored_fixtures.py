@@ -31,7 +31,21 @@ class Stored(Repo):
         return out
 
 
+_STORED: dict[str, Stored] = {}  # family -> its stored graph, indexed once for the module
+
+
+@pytest.fixture(scope="module")
+def stored_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("stored-fixtures")
+
+
 def stored(family: str, tmp: Path) -> Stored:
+    if family not in _STORED:
+        _STORED[family] = _index(family, tmp)
+    return _STORED[family]
+
+
+def _index(family: str, tmp: Path) -> Stored:
     root = shutil.copytree(FIXTURES / family, tmp / family)
     engine = Engine(root, tmp / f"{family}-index", embedder_flag="none", env={})
     engine.index()
@@ -42,8 +56,8 @@ def stored(family: str, tmp: Path) -> Stored:
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_the_stored_graph_resolves_as_the_extracted_one(family: str, tmp_path: Path) -> None:
-    repo = stored(family, tmp_path)
+def test_the_stored_graph_resolves_as_the_extracted_one(family: str, stored_tmp: Path) -> None:
+    repo = stored(family, stored_tmp)
     # every file the index holds (the walk leaves out empty ones, like a bare __init__.py)
     g = repo.graph
     held = {p: replace(e.tags, references=tuple(at.ref for at in g.refs_of(p)))
@@ -55,8 +69,8 @@ def test_the_stored_graph_resolves_as_the_extracted_one(family: str, tmp_path: P
     assert result.precision >= PRECISION_FLOOR and result.recall >= RECALL_FLOOR
 
 
-def test_per_language_table_on_the_stored_graph(tmp_path: Path) -> None:
-    scores = {family: score(stored(family, tmp_path)) for family in FAMILIES}
+def test_per_language_table_on_the_stored_graph(stored_tmp: Path) -> None:
+    scores = {family: score(stored(family, stored_tmp)) for family in FAMILIES}
     table = report(scores)
     print(table)
     total = Score(*(sum(getattr(s, k) for s in scores.values())

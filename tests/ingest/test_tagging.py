@@ -26,18 +26,28 @@ def idle() -> tuple[float, float, float]:  # the machine's other work: none
     return (0.0, 0.0, 0.0)
 
 
-def _files(copies: int = 6) -> list[tuple[str, str, str]]:
-    """The polyglot fixture (code and text files) several times over, under other paths."""
+def _files(copies: int = 3, languages: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+    """The polyglot fixture (code and text files; or only those of `languages`) several
+    times over, under other paths."""
     out = []
     for n in range(copies):
         for name, language in sorted(FIXTURES.items()):
+            if languages and language not in languages:
+                continue
             text = (POLYGLOT / name).read_text(encoding="utf-8")
             out.append((f"copy{n}/{name}", text, language))
     return out
 
 
+LIGHT = ("python", "markdown", "yaml")  # one tags query to compile: the cheaper runs
+_TAGGED: dict[tuple[str, str, str], object] = {}  # a job -> its tags made here (once)
+
+
 def _expected(files: list[tuple[str, str, str]]) -> list[object]:
-    return [graph_part(tag_file(p, t, lang, ChunkOptions())) for p, t, lang in files]
+    for job in files:
+        if job not in _TAGGED:
+            _TAGGED[job] = graph_part(tag_file(*job, ChunkOptions()))
+    return [_TAGGED[job] for job in files]
 
 
 def _watch_workers(monkeypatch: pytest.MonkeyPatch) -> list[tagging._Worker | None]:
@@ -58,7 +68,7 @@ def test_the_worker_gives_what_tagging_here_gives_in_order(
 ) -> None:
     files = _files()
     started = _watch_workers(monkeypatch)
-    got = list(Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle).tags(files))
+    got = list(Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle).tags(files))
     assert len(started) == 1 and started[0] is not None  # the worker did the tagging
     assert started[0].proc.wait(timeout=60) is not None  # and is gone after the run
     assert got == _expected(files)
@@ -68,9 +78,9 @@ def test_the_worker_gives_what_tagging_here_gives_in_order(
 def test_a_small_run_is_tagged_here_and_stops_the_prepared_worker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    files = _files(1)
+    files = _files(2, LIGHT)
     started = _watch_workers(monkeypatch)
-    tagger = Tagger(ChunkOptions(), workers=1, min_files=10_000, loadavg=idle)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=10**9, loadavg=idle)
     tagger.prepare()
     assert list(tagger.tags(files)) == _expected(files)
     assert len(started) == 1 and started[0] is not None
@@ -80,9 +90,9 @@ def test_a_small_run_is_tagged_here_and_stops_the_prepared_worker(
 def test_a_prepared_run_uses_its_worker_and_a_failed_one_leaves_none(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    files = _files()
+    files = _files(12, LIGHT)
     started = _watch_workers(monkeypatch)
-    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle)
     tagger.prepare()
     assert list(tagger.tags(files)) == _expected(files)
     assert len(started) == 1  # the prepared one answered
@@ -97,9 +107,9 @@ def test_a_prepared_run_uses_its_worker_and_a_failed_one_leaves_none(
 def test_a_killed_worker_leaves_the_rest_to_this_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    files = _files()
+    files = _files(12, LIGHT)
     started = _watch_workers(monkeypatch)
-    tags = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle).tags(files)
+    tags = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle).tags(files)
     first = [next(tags) for _ in range(3)]
     worker = started[0]
     assert worker is not None and worker.proc.poll() is None  # running
@@ -118,21 +128,21 @@ def test_the_worker_imports_nothing_from_the_folder_it_starts_in(
             f"open({str(marker)!r}, 'a').write({package!r})\n", encoding="utf-8"
         )
     monkeypatch.chdir(tmp_path)
-    files = _files(2)
-    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle)
+    files = _files(12, LIGHT)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle)
     assert list(tagger.tags(files)) == _expected(files)
     assert not marker.exists()
 
 
 def test_a_busy_machine_tags_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    files = _files()
+    files = _files(12, LIGHT)
     started = _watch_workers(monkeypatch)
     cores = float(os.cpu_count() or 1)
-    tagger = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=lambda: (cores, 0.0, 0.0))
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=lambda: (cores, 0.0, 0.0))
     tagger.prepare()
     assert list(tagger.tags(files)) == _expected(files)
     assert started == []
-    assert list(Tagger(ChunkOptions(), workers=0, min_files=8, loadavg=idle).tags(files)) == (
+    assert list(Tagger(ChunkOptions(), workers=0, min_chars=1, loadavg=idle).tags(files)) == (
         _expected(files)
     )
     assert started == []
@@ -143,7 +153,7 @@ def test_answers_are_read_as_they_come_not_when_asked(monkeypatch: pytest.Monkey
     the run asks for them. Every answer arrives before the first is asked for."""
     files = _files()
     started = _watch_workers(monkeypatch)
-    tags = Tagger(ChunkOptions(), workers=1, min_files=8, loadavg=idle).tags(files)
+    tags = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle).tags(files)
     worker = started[0]
     assert worker is not None
     messages = -(-sum(1 for f in files if f[2] in CODE_LANGUAGES) // tagging._CHUNK)
