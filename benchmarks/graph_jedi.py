@@ -114,20 +114,27 @@ def load(root: Path) -> Project:
     extracted = time.perf_counter()
     table = SymbolTable(tags.values())
     built = time.perf_counter()
-    resolved, referrers = {}, {}
+    resolved, referrers, at_line = _resolved(tags, lambda ref, ft: resolve(ref, ft, table))
+    done = time.perf_counter()
+    seconds = {"extract": extracted - started, "table": built - extracted, "resolve": done - built}
+    return Project(root, tags, table, resolved, referrers, at_line, seconds)
+
+
+def _resolved(tags: dict[str, Any], resolve_one: Any) -> tuple[dict, dict, dict]:
+    """Every reference resolved, who refers to each top definition, definitions by line."""
+    resolved: dict[Any, Any] = {}
+    referrers: dict[Any, set[tuple[str, int]]] = {}
     for file_tags in tags.values():
         for ref in file_tags.references:
-            found = resolve(ref, file_tags, table)
+            found = resolve_one(ref, file_tags)
             resolved[ref] = found
             for definition in _top(found):
                 referrers.setdefault(definition, set()).add((ref.path, ref.line))
-    done = time.perf_counter()
     at_line: dict[tuple[str, int], list[Definition]] = {}
     for file_tags in tags.values():
         for d in file_tags.definitions:
             at_line.setdefault((d.path, d.name_line), []).append(d)
-    seconds = {"extract": extracted - started, "table": built - extracted, "resolve": done - built}
-    return Project(root, tags, table, resolved, referrers, at_line, seconds)
+    return resolved, referrers, at_line
 
 
 def load_stored(root: Path, index_dir: Path) -> Project:
@@ -147,18 +154,8 @@ def load_stored(root: Path, index_dir: Path) -> Project:
         for p, e in graph.files.items()
         if p.endswith((".py", ".pyi"))
     }
-    resolved, referrers = {}, {}
-    for file_tags in tags.values():
-        for ref in file_tags.references:
-            found = graph.resolve(ref)
-            resolved[ref] = found
-            for definition in _top(found):
-                referrers.setdefault(definition, set()).add((ref.path, ref.line))
+    resolved, referrers, at_line = _resolved(tags, lambda ref, ft: graph.resolve(ref))
     done = time.perf_counter()
-    at_line: dict[tuple[str, int], list[Definition]] = {}
-    for file_tags in tags.values():
-        for d in file_tags.definitions:
-            at_line.setdefault((d.path, d.name_line), []).append(d)
     seconds = {"index": indexed - started, "load": loaded - indexed, "resolve": done - loaded}
     return Project(root, tags, graph.table, resolved, referrers, at_line, seconds,
                    navigator=navigator, graph=graph)  # fmt: skip

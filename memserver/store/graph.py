@@ -86,33 +86,19 @@ class GraphPart:
         )
 
 
+def _batch(items: Sequence[Any], schema: pa.Schema) -> pa.RecordBatch | None:
+    """The `schema` columns of these objects (attributes of the same names), or None."""
+    if not items:
+        return None
+    return pa.RecordBatch.from_arrays(
+        [pa.array([getattr(x, f.name) for x in items], f.type) for f in schema], schema=schema
+    )
+
+
 def graph_part(tags: FileTags) -> GraphPart:
     """`tags` in row form (see `GraphPart`)."""
-    defs = refs = None
-    if tags.definitions:
-        d = tags.definitions
-        defs = pa.RecordBatch.from_arrays([
-            pa.array([x.kind for x in d], pa.string()), pa.array([x.name for x in d], pa.string()),
-            pa.array([x.qualified for x in d], pa.string()),
-            pa.array([x.parent for x in d], pa.string()),
-            pa.array([x.signature for x in d], pa.string()),
-            pa.array([x.doc for x in d], pa.string()),
-            pa.array([x.start_line for x in d], pa.int32()),
-            pa.array([x.end_line for x in d], pa.int32()),
-            pa.array([x.name_line for x in d], pa.int32()),
-            pa.array([x.declared_type for x in d], pa.string()),
-            pa.array([x.declaration for x in d], pa.bool_()),
-        ], schema=_DEF_OWN_SCHEMA)  # fmt: skip
-    if tags.references:
-        r = tags.references
-        refs = pa.RecordBatch.from_arrays([
-            pa.array([x.name for x in r], pa.string()), pa.array([x.kind for x in r], pa.string()),
-            pa.array([x.line for x in r], pa.int32()),
-            pa.array([x.column for x in r], pa.int32()),
-            pa.array([x.enclosing for x in r], pa.string()),
-            pa.array([x.qualifier for x in r], pa.string()),
-            pa.array([x.receiver_type for x in r], pa.string()),
-        ], schema=_REF_OWN_SCHEMA)  # fmt: skip
+    defs = _batch(tags.definitions, _DEF_OWN_SCHEMA)
+    refs = _batch(tags.references, _REF_OWN_SCHEMA)
     imports = tuple(
         {"module": i.module, "name": i.name, "alias": i.alias, "line": i.line, "star": i.star,
          "enclosing": i.enclosing}
