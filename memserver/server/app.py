@@ -263,9 +263,18 @@ def _add_tools(server: MCPServer[AppContext]) -> None:
             return await run_blocking(app, app.backend.status)
 
 
-def _graph_result(text: str, structured: dict[str, Any]) -> CallToolResult:
+async def _navigate(
+    ctx: Context[AppContext, Any], tool: str, budget_tokens: int | None,
+    args: Callable[[], tuple[Any, ...]],
+) -> CallToolResult:  # fmt: skip
+    """One graph tool's call: the budget and `args` (checked inside, so a bad value is the
+    tool's error), the backend's answer off the event loop, its text and data."""
+    app = ctx.request_context.lifespan_context
+    with tool_errors(tool):
+        budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
+        text, data = await run_blocking(app, getattr(app.backend, tool), *args(), budget)
     return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=structured)  # fmt: skip
+                          structured_content=data)  # fmt: skip
 
 
 def _add_graph_tools(server: MCPServer[AppContext]) -> None:
@@ -278,11 +287,7 @@ def _add_graph_tools(server: MCPServer[AppContext]) -> None:
         path: Annotated[str | None, Field(description=schemas.OUTLINE_PATH)] = None,
         budget_tokens: schemas.BudgetTokens = None,
     ) -> Annotated[CallToolResult, schemas.GraphOutput]:
-        app = ctx.request_context.lifespan_context
-        with tool_errors("outline"):
-            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
-            text, data = await run_blocking(app, app.backend.outline, path or None, budget)
-        return _graph_result(text, data)
+        return await _navigate(ctx, "outline", budget_tokens, lambda: (path or None,))
 
     @server.tool(title="Find definitions", description=schemas.SYMBOL, annotations=READ_ONLY)
     async def symbol(
@@ -290,11 +295,7 @@ def _add_graph_tools(server: MCPServer[AppContext]) -> None:
         name: Annotated[str, Field(description=schemas.NAME)],
         budget_tokens: schemas.BudgetTokens = None,
     ) -> Annotated[CallToolResult, schemas.GraphOutput]:
-        app = ctx.request_context.lifespan_context
-        with tool_errors("symbol"):
-            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
-            text, data = await run_blocking(app, app.backend.symbol, name, budget)
-        return _graph_result(text, data)
+        return await _navigate(ctx, "symbol", budget_tokens, lambda: (name,))
 
     @server.tool(title="Find references and callers", description=schemas.REFERENCES,
                  annotations=READ_ONLY)  # fmt: skip
@@ -304,13 +305,10 @@ def _add_graph_tools(server: MCPServer[AppContext]) -> None:
         kinds: Annotated[list[str] | None, Field(description=schemas.REF_KINDS)] = None,
         budget_tokens: schemas.BudgetTokens = None,
     ) -> Annotated[CallToolResult, schemas.GraphOutput]:
-        app = ctx.request_context.lifespan_context
-        with tool_errors("references"):
-            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
-            kinds_ = requests.check_list("kinds", kinds)
-            text, data = await run_blocking(app, app.backend.references, name_or_id, kinds_,
-                                            budget)  # fmt: skip
-        return _graph_result(text, data)
+        return await _navigate(
+            ctx, "references", budget_tokens,
+            lambda: (name_or_id, requests.check_list("kinds", kinds)),
+        )  # fmt: skip
 
     @server.tool(title="Callers and callees", description=schemas.NEIGHBORS,
                  annotations=READ_ONLY)  # fmt: skip
@@ -320,11 +318,7 @@ def _add_graph_tools(server: MCPServer[AppContext]) -> None:
         depth: Annotated[int, Field(description=schemas.DEPTH, ge=1, le=2)] = 1,
         budget_tokens: schemas.BudgetTokens = None,
     ) -> Annotated[CallToolResult, schemas.GraphOutput]:
-        app = ctx.request_context.lifespan_context
-        with tool_errors("neighbors"):
-            budget = None if budget_tokens is None else requests.check_budget(budget_tokens)
-            text, data = await run_blocking(app, app.backend.neighbors, id, depth, budget)
-        return _graph_result(text, data)
+        return await _navigate(ctx, "neighbors", budget_tokens, lambda: (id, depth))
 
 
 @contextmanager
