@@ -25,9 +25,9 @@ from memserver.store import statecache
 from memserver.store.meta import read_meta
 
 # bumped when an index gains a part older indexes lack (2: the whole-file keyword index,
-# 3: the code graph's tables): a run then skips the stat cache's "nothing changed", and
-# reconciling adds the part
-STORE_LAYOUT = 3
+# 3: the code graph's tables, 4: references without ids): a run then skips the stat cache's
+# "nothing changed", and reconciling adds (or makes again) the part
+STORE_LAYOUT = 4
 
 if TYPE_CHECKING:
     from indexers.chunking import FileChunker

@@ -2,13 +2,14 @@
 every indexed version of a file, as `IndexStore.commit_files` writes them with the chunks.
 
 A file's graph is stored per version (`core.graph.file_version` of its manifest record):
-every row of a version carries its key, and its id is that key and the row's place in the
-file (`s_`/`r_` + the version + 8 hex), so ids come from content and a version is written
-once. A version's rows go in together, `refs` first and its `symbols` rows after, the
-`file` row among them: a file row proves that the rest of its version is stored. A version
-is current (its rows have no `valid_to`) exactly while the files manifest names it; when
-the file changes or goes its rows are closed, and reopened when the same version comes
-back. Reads return our own types; the writes here are called by `IndexStore` only.
+every row of a version carries its key and its place in the file: a definition's id is
+`s_` + the version + its place in 8 hex, a reference is known by (version, place); so ids
+come from content and a version is written once. A version's rows go in together, `refs`
+first and its `symbols` rows after, the `file` row among them: a file row proves that the
+rest of its version is stored. A version is current (its rows have no `valid_to`) exactly
+while the files manifest names it; when the file changes or goes its rows are closed, and
+reopened when the same version comes back. Reads return our own types; the writes here
+are called by `IndexStore` only.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ __all__ = ["FileRow", "GraphPart", "GraphRows", "graph_part"]
 FILE = "file"  # the kind of a version's own row in `symbols`
 _CURRENT = "valid_to IS NULL"
 _CLOSED = "valid_to IS NOT NULL"
-# a definition's and a reference's own columns (the rest the insert adds: id, path, version,
-# language, chunk_id, and on file rows package, imports and the counts)
+# a definition's and a reference's own columns (the rest the insert adds: id or place, path,
+# version, language, chunk_id, and on file rows package, imports and the counts)
 _DEF_OWN = [
     ("kind", pa.string()), ("name", pa.string()), ("qualified", pa.string()),
     ("parent", pa.string()), ("signature", pa.string()), ("doc", pa.string()),
@@ -59,7 +60,9 @@ _DEF_COLUMNS = [
     "id", "path", "version", "language", *(n for n, _ in _DEF_OWN), "chunk_id",
 ]  # fmt: skip
 _FILE_COLUMNS = ["id", "path", "version", "language", "package", "imports"]
-_REF_COLUMNS = ["id", "path", "version", *(n for n, _ in _REF_OWN), "chunk_id"]
+_REF_COLUMNS = ["place", "path", "version", *(n for n, _ in _REF_OWN), "chunk_id"]
+_DEF_ORDER = ["id"]  # a version's rows in file order: ids sort by version, then place
+_REF_ORDER = ["version", "place"]
 _EMPTY: dict[str, Any] = {  # what a row leaves out (valid_to: null, the row is current)
     "qualified": "", "parent": "", "signature": "", "doc": "", "start_line": 0, "end_line": 0,
     "name_line": 0, "declared_type": "", "declaration": False, "chunk_id": "", "package": "",
@@ -131,7 +134,7 @@ class GraphRows:
         if not graphs:
             return
         parts = [_part(g) for g in graphs]
-        refs = _rows(graphs, [p.references for p in parts], _REF_OWN_SCHEMA, "r_", 0)
+        refs = _rows(graphs, [p.references for p in parts], _REF_OWN_SCHEMA, None, 0)
         defs = _rows(graphs, [p.definitions for p in parts], _DEF_OWN_SCHEMA, "s_", 1)
         files = pa.table({
             "id": [f"s_{g.version}{0:08x}" for g in graphs],
@@ -215,11 +218,12 @@ class GraphRows:
             return ldb.count(self.symbols), ldb.count(self.refs)
 
     def distinct_ids(self) -> tuple[int, int]:
-        """Distinct ids per table (for `doctor`'s unique-id check)."""
+        """Distinct keys per table, ids of `symbols` and (version, place) of `refs` (for
+        `doctor`'s unique-id check)."""
         with lance_errors("read the code graph's ids"):
-            return tuple(  # type: ignore[return-value]
-                len(set(ldb.scan(t, None, ["id"]).column("id").to_pylist()))
-                for t in (self.symbols, self.refs)
+            return tuple(
+                ldb.scan(t, None, keys).group_by(keys).aggregate([]).num_rows
+                for t, keys in ((self.symbols, _DEF_ORDER), (self.refs, _REF_ORDER))
             )
 
     def named(self, names: Sequence[str]) -> list[StoredFile]:
@@ -231,11 +235,11 @@ class GraphRows:
             return []
         with lance_errors("read the code graph's definitions"):
             defs = _read(self.symbols, [f"{_CURRENT} AND {in_list('name', b)}"
-                                        for b in ldb.batches(names)], _DEF_COLUMNS,
+                                        for b in ldb.batches(names)], _DEF_COLUMNS, _DEF_ORDER,
                          f"kind != {sql_quote(FILE)}")  # fmt: skip
             versions = sorted(set(defs["version"]))
             files = _read(self.symbols, [in_list("version", b) for b in ldb.batches(versions)],
-                          _FILE_COLUMNS, f"kind = {sql_quote(FILE)}") if versions else {
+                          _FILE_COLUMNS, _DEF_ORDER, f"kind = {sql_quote(FILE)}") if versions else {
                 c: [] for c in _FILE_COLUMNS}  # fmt: skip
         return _assemble(files, defs, {c: [] for c in ("version", *_BY_COLUMN)}, True)
 
@@ -249,9 +253,11 @@ class GraphRows:
         if not wheres:
             return []
         with lance_errors("read the code graph"):
-            files = _read(self.symbols, wheres, _FILE_COLUMNS, f"kind = {sql_quote(FILE)}")
-            defs = _read(self.symbols, wheres, _DEF_COLUMNS, f"kind != {sql_quote(FILE)}")
-            refs = _read(self.refs, wheres, _REF_COLUMNS)
+            files = _read(self.symbols, wheres, _FILE_COLUMNS, _DEF_ORDER,
+                          f"kind = {sql_quote(FILE)}")  # fmt: skip
+            defs = _read(self.symbols, wheres, _DEF_COLUMNS, _DEF_ORDER,
+                         f"kind != {sql_quote(FILE)}")  # fmt: skip
+            refs = _read(self.refs, wheres, _REF_COLUMNS, _REF_ORDER)
         return _assemble(files, defs, refs, columns)
 
 
@@ -264,21 +270,26 @@ def _part(g: FileGraph) -> GraphPart:
 _HEX: list[pa.Array] = [pa.array([], pa.string())]  # "00000000", "00000001"…, grown as needed
 
 
-def _ordinals(counts: Sequence[int], first: int) -> pa.Array:
-    """Each file's row places as 8 hex digits, from `first`, file after file."""
-    top = max(counts, default=0) + first
+def _places(counts: Sequence[int], first: int) -> np.ndarray:
+    """Each file's row places, from `first`, file after file."""
+    places = [np.arange(first, first + c) for c in counts]
+    return np.concatenate(places) if places else np.zeros(0, np.int64)
+
+
+def _hex(places: np.ndarray) -> pa.Array:
+    """Row places as 8 hex digits."""
+    top = int(places.max(initial=-1)) + 1
     if len(_HEX[0]) < top:
         _HEX[0] = pa.array([f"{n:08x}" for n in range(max(top, 2 * len(_HEX[0])))])
-    places = [np.arange(first, first + c) for c in counts]
-    return _HEX[0].take(pa.array(np.concatenate(places) if places else [], pa.int64()))
+    return _HEX[0].take(pa.array(places, pa.int64()))
 
 
 def _rows(graphs: Sequence[FileGraph], batches: Sequence[pa.RecordBatch | None],
-          schema: pa.Schema, prefix: str, first: int) -> pa.Table | None:  # fmt: skip
+          schema: pa.Schema, prefix: str | None, first: int) -> pa.Table | None:  # fmt: skip
     """The rows of these files' batches with what ties them to their version: the id
-    (prefix, version, place), path, version, language and the chunk holding the row's
-    first line (the last chunk starting at or before it; chunks tile a file's non-blank
-    lines, and a tag starts on a non-blank one)."""
+    (prefix, version, place) or, without a prefix, the place, then path, version,
+    language and the chunk holding the row's first line (the last chunk starting at or
+    before it; chunks tile a file's non-blank lines, and a tag starts on a non-blank one)."""
     held = [(g, b) for g, b in zip(graphs, batches, strict=True) if b is not None and b.num_rows]
     if not held:
         return None
@@ -300,9 +311,11 @@ def _rows(graphs: Sequence[FileGraph], batches: Sequence[pa.RecordBatch | None],
     picks = np.concatenate(at)
     chunk = pa.array([*chunk_ids, ""]).take(pa.array(np.where(picks < 0, len(chunk_ids), picks)))
     parts = [_part(g) for g, _ in held]
+    places = _places(counts, first)
+    key = ("place", pa.array(places, pa.int32())) if prefix is None else (
+        "id", pc.binary_join_element_wise(prefix, version, _hex(places), ""))  # fmt: skip
     return (
-        table.append_column("id", pc.binary_join_element_wise(
-            prefix, version, _ordinals(counts, first), ""))
+        table.append_column(*key)
         .append_column("path", pa.array([p.path for p in parts]).take(owner))
         .append_column("version", version)
         .append_column("language", pa.array([p.language for p in parts]).take(owner))
@@ -326,13 +339,13 @@ def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _read(table: Table, wheres: Sequence[str], columns: Sequence[str], also: str = ""
-          ) -> dict[str, list[Any]]:  # fmt: skip
-    """Columns of the matching rows, sorted by id (a version's rows in file order)."""
+def _read(table: Table, wheres: Sequence[str], columns: Sequence[str], order: Sequence[str],
+          also: str = "") -> dict[str, list[Any]]:  # fmt: skip
+    """Columns of the matching rows, sorted by `order` (a version's rows in file order)."""
     parts = []
     for where in wheres:
         parts.append(ldb.scan(table, f"({where}) AND {also}" if also else where, columns))
-    return ldb.sorted_columns(parts, "id")
+    return ldb.sorted_columns(parts, order)
 
 
 _BY_COLUMN = ("name", "kind", "line", "column", "enclosing", "qualifier", "receiver_type",
@@ -340,8 +353,8 @@ _BY_COLUMN = ("name", "kind", "line", "column", "enclosing", "qualifier", "recei
 
 
 def _by_column(refs: Mapping[str, list[Any]]) -> dict[str, RefColumns]:
-    """version → its references as columns (a version's rows are contiguous: ids sort by
-    version, then place)."""
+    """version → its references as columns (a version's rows are contiguous: they are read
+    sorted by version, then place)."""
     out: dict[str, RefColumns] = {}
     versions = refs["version"]
     start = 0

@@ -94,6 +94,8 @@ class IndexStore:
                    SYMBOLS: symbols_schema(), REFS: refs_schema()}  # fmt: skip
         with lance_errors(f"open the tables in {index_dir / 'lance'}"):
             self._db = ldb.connect(index_dir / "lance")
+            if create:  # the code graph is made from the files: an older shape is made again
+                ldb.drop_if_reshaped(self._db, {n: schemas[n] for n in (SYMBOLS, REFS)})
             found = {n: ldb.open_table(self._db, n, sc, create=create) for n, sc in schemas.items()}
         missing = [n for n, t in found.items() if t is None]
         if missing:

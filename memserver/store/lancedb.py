@@ -109,6 +109,18 @@ def open_table(db: Db, name: str, schema: pa.Schema, *, create: bool) -> Table |
     return db.create_table(name, schema=schema, exist_ok=True)
 
 
+def drop_if_reshaped(db: Db, schemas: Mapping[str, pa.Schema]) -> bool:
+    """Drop these tables, all of them, when one exists in a shape `open_table` refuses (for
+    tables made again from other data: they are recreated empty, and refilled)."""
+    names = table_names(db)
+    reshaped = [n for n, schema in schemas.items() if n in names
+                and _columns_added_since(db.open_table(n).schema, schema) is None]  # fmt: skip
+    for name in schemas if reshaped else ():
+        if name in names:
+            db.drop_table(name)
+    return bool(reshaped)
+
+
 def _columns_added_since(found: pa.Schema, wanted: pa.Schema) -> list[pa.Field] | None:
     """The nullable columns `wanted` adds to an older table that has every other column as
     it was (a reader reads such a table as it is; a writer adds them). None when the table
@@ -173,10 +185,10 @@ def take_row_ids(table: Table, row_ids: Sequence[int], columns: Sequence[str]) -
     return table.take_row_ids(list(row_ids)).select(list(columns)).to_arrow()
 
 
-def sorted_columns(parts: Sequence[pa.Table], key: str) -> dict[str, list[Any]]:
-    """Scanned parts joined and sorted by `key`, as Python lists per column."""
+def sorted_columns(parts: Sequence[pa.Table], keys: Sequence[str]) -> dict[str, list[Any]]:
+    """Scanned parts joined and sorted by `keys`, as Python lists per column."""
     merged = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    merged = merged.sort_by(key)
+    merged = merged.sort_by([(k, "ascending") for k in keys])
     return {name: merged.column(name).to_pylist() for name in merged.column_names}
 
 

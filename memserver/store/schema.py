@@ -170,10 +170,12 @@ def symbols_schema() -> pa.Schema:
 
 def refs_schema() -> pa.Schema:
     """`refs`: the code graph's references (calls, imports, bases, types, other uses), each
-    with its enclosing definition and the chunk it sits in. Resolved when asked."""
+    with its enclosing definition and the chunk it sits in. Resolved when asked. A row is
+    known by its version and its place in the file's references: no id of its own (an id
+    column of hex strings, which do not compress, was half the table)."""
     return pa.schema(
         [
-            pa.field("id", pa.string(), nullable=False),
+            pa.field("place", pa.int32(), nullable=False),
             pa.field("path", pa.string()),
             pa.field("version", pa.string()),
             pa.field("name", pa.string()),

@@ -86,13 +86,14 @@ def snapshot(root: Path, index_dir: Path) -> dict[str, Any]:
     store = Engine(root, index_dir, env={}).open_store()
     states = store.chunks.states()
     for name, table, key in (
-        ("chunks", store.table("chunks"), "id"),
-        ("memories", store.memories.table, "id"),
-        ("files", store.table("files"), "path"),
-        ("symbols", store.table("symbols"), "id"),
-        ("refs", store.table("refs"), "id"),
+        ("chunks", store.table("chunks"), ("id",)),
+        ("memories", store.memories.table, ("id",)),
+        ("files", store.table("files"), ("path",)),
+        ("symbols", store.table("symbols"), ("id",)),
+        ("refs", store.table("refs"), ("version", "place")),
     ):
-        ids = table.search().select([key]).limit(None).to_arrow().column(key).to_pylist()
+        rows = table.search().select(list(key)).limit(None).to_arrow()
+        ids = list(zip(*(rows.column(k).to_pylist() for k in key), strict=True))
         assert len(ids) == len(set(ids)), f"duplicate rows in LanceDB table {name}"
     return {
         "current": sorted(c for c, cur in states.items() if cur),

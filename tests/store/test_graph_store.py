@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from indexers.treesitter.tags import extract_tags
+from memserver.core.errors import StoreError
 from memserver.core.graph import file_version
 from memserver.engine import Engine
 from memserver.store.index import IndexStore
@@ -116,7 +117,7 @@ def test_reconcile_drops_half_written_versions_and_re_indexes_a_file_whose_graph
     from memserver.store import lancedb as ldb
 
     ldb.add_columns(store.graph.refs, {
-        "id": [f"r_{stray}00000000"], "path": ["pkg/util.py"], "version": [stray],
+        "place": [0], "path": ["pkg/util.py"], "version": [stray],
         "name": ["x"], "kind": ["call"], "line": [1], "column": [0], "enclosing": [""],
         "qualifier": [""], "receiver_type": [""], "chunk_id": [""], "valid_to": [None],
     })  # fmt: skip
@@ -139,6 +140,34 @@ def test_reconcile_drops_half_written_versions_and_re_indexes_a_file_whose_graph
     loaded = {f.tags.path: f.tags for f in store.graph.load()}
     text = (repo / "pkg/client.py").read_text()
     assert loaded["pkg/client.py"] == extract_tags("pkg/client.py", text, "python")
+
+
+def test_a_graph_table_of_an_older_shape_is_made_again_by_the_next_run(repo: Path) -> None:
+    """`refs` once had a string id per row: an index written then opens, and a writer drops
+    both graph tables (the file rows vouch for the references) and indexes the graph again."""
+    import pyarrow as pa
+
+    from memserver.store import lancedb as ldb
+
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    extracted = {f.tags.path: f.tags.references for f in store.graph.load()}
+    db = ldb.connect(engine.index_dir / "lance")
+    old = db.open_table("refs").to_arrow()
+    versions, places = (old.column(c).to_pylist() for c in ("version", "place"))
+    ids = pa.array([f"r_{v}{p:08x}" for v, p in zip(versions, places, strict=True)])
+    db.drop_table("refs")
+    db.create_table("refs", old.drop(["place"]).add_column(0, "id", ids))
+    store.drop_stat_cache()  # the older layout's stat cache does not vouch for this one
+    with pytest.raises(StoreError, match="unexpected schema"):
+        engine.open_store()  # a reader does not rewrite the index: it says what will
+    report = engine.index()
+    assert report.files_indexed == len(FILES)  # every file's graph made again
+    store = engine.open_store()
+    assert "place" in store.graph.refs.schema.names
+    assert {f.tags.path: f.tags.references for f in store.graph.load()} == extracted
+    assert not store.needs_reconcile()
 
 
 def test_forget_closes_a_files_graph_and_erase_deletes_it(repo: Path) -> None:
