@@ -48,7 +48,7 @@ class FileGraph:
     """The code graph of one file as it is indexed now: the key of this version
     (`core.graph.file_version` of its manifest record), the chunks it was cut into, as (id,
     first line, last line) in file order, and its tags in the store's row form (what
-    `IndexStore.graph_part` makes of a `FileTags`; empty tags for a file that is not code)."""
+    `store.graphpart.graph_part` makes of a `FileTags`; empty tags for a file not code)."""
 
     path: str
     version: str

@@ -36,7 +36,7 @@ from indexers.chunking import tag_file
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core.graph import FileTags
 from memserver.core.types import ChunkOptions
-from memserver.store.index import graph_part
+from memserver.store.graphpart import graph_part
 
 __all__ = ["MIN_CHARS", "Tagger", "serve_stdio"]
 
@@ -58,7 +58,7 @@ def _rows(job: Job, options: ChunkOptions) -> object:
 
 
 class Tagger:
-    """Tags in row form (`IndexStore.graph_part`) for a run's files, in their order."""
+    """Tags in row form (`store.graphpart.graph_part`) for a run's files, in their order."""
 
     def __init__(
         self, options: ChunkOptions, workers: int = 1, min_chars: int = MIN_CHARS,

@@ -34,33 +34,19 @@ from memserver.core.graph import (
 )
 from memserver.core.writes import FileGraph
 from memserver.store import lancedb as ldb
+from memserver.store.graphpart import DEF_OWN_SCHEMA, REF_OWN_SCHEMA, GraphPart
 from memserver.store.lancedb import Table, in_list, lance_errors, sql_quote
 
-__all__ = ["FileRow", "GraphPart", "GraphRows", "graph_part"]
+__all__ = ["FileRow", "GraphRows"]
 
 FILE = "file"  # the kind of a version's own row in `symbols`
 _CURRENT = "valid_to IS NULL"
 _CLOSED = "valid_to IS NOT NULL"
-# a definition's and a reference's own columns (the rest the insert adds: id or place, path,
-# version, language, chunk_id, and on file rows package, imports and the counts)
-_DEF_OWN = [
-    ("kind", pa.string()), ("name", pa.string()), ("qualified", pa.string()),
-    ("parent", pa.string()), ("signature", pa.string()), ("doc", pa.string()),
-    ("start_line", pa.int32()), ("end_line", pa.int32()), ("name_line", pa.int32()),
-    ("declared_type", pa.string()), ("declaration", pa.bool_()),
-]  # fmt: skip
-_REF_OWN = [
-    ("name", pa.string()), ("kind", pa.string()), ("line", pa.int32()),
-    ("column", pa.int32()), ("enclosing", pa.string()), ("qualifier", pa.string()),
-    ("receiver_type", pa.string()),
-]  # fmt: skip
-_DEF_OWN_SCHEMA = pa.schema(_DEF_OWN)
-_REF_OWN_SCHEMA = pa.schema(_REF_OWN)
 _DEF_COLUMNS = [
-    "id", "path", "version", "language", *(n for n, _ in _DEF_OWN), "chunk_id",
+    "id", "path", "version", "language", *DEF_OWN_SCHEMA.names, "chunk_id",
 ]  # fmt: skip
 _FILE_COLUMNS = ["id", "path", "version", "language", "package", "imports"]
-_REF_COLUMNS = ["place", "path", "version", *(n for n, _ in _REF_OWN), "chunk_id"]
+_REF_COLUMNS = ["place", "path", "version", *REF_OWN_SCHEMA.names, "chunk_id"]
 _DEF_ORDER = ["id"]  # a version's rows in file order: ids sort by version, then place
 _REF_ORDER = ["version", "place"]
 _EMPTY: dict[str, Any] = {  # what a row leaves out (valid_to: null, the row is current)
@@ -68,46 +54,6 @@ _EMPTY: dict[str, Any] = {  # what a row leaves out (valid_to: null, the row is 
     "name_line": 0, "declared_type": "", "declaration": False, "chunk_id": "", "package": "",
     "imports": None, "definitions": 0, "references": 0,
 }  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class GraphPart:
-    """A file's tags in the tables' row form, made where the tags are made: a worker
-    process hands the indexing one Arrow buffers, not a hundred thousand objects."""
-
-    path: str
-    language: str
-    package: str
-    imports: tuple[dict[str, Any], ...]  # the file row's imports
-    definitions: pa.RecordBatch | None  # their own columns, in file order (None: none)
-    references: pa.RecordBatch | None
-
-    @property
-    def counts(self) -> tuple[int, int]:
-        return tuple(  # type: ignore[return-value]
-            0 if b is None else b.num_rows for b in (self.definitions, self.references)
-        )
-
-
-def _batch(items: Sequence[Any], schema: pa.Schema) -> pa.RecordBatch | None:
-    """The `schema` columns of these objects (attributes of the same names), or None."""
-    if not items:
-        return None
-    return pa.RecordBatch.from_arrays(
-        [pa.array([getattr(x, f.name) for x in items], f.type) for f in schema], schema=schema
-    )
-
-
-def graph_part(tags: FileTags) -> GraphPart:
-    """`tags` in row form (see `GraphPart`)."""
-    defs = _batch(tags.definitions, _DEF_OWN_SCHEMA)
-    refs = _batch(tags.references, _REF_OWN_SCHEMA)
-    imports = tuple(
-        {"module": i.module, "name": i.name, "alias": i.alias, "line": i.line, "star": i.star,
-         "enclosing": i.enclosing}
-        for i in tags.imports
-    )  # fmt: skip
-    return GraphPart(tags.path, tags.language, tags.package, imports, defs, refs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +80,8 @@ class GraphRows:
         if not graphs:
             return
         parts = [_part(g) for g in graphs]
-        refs = _rows(graphs, [p.references for p in parts], _REF_OWN_SCHEMA, None, 0)
-        defs = _rows(graphs, [p.definitions for p in parts], _DEF_OWN_SCHEMA, "s_", 1)
+        refs = _rows(graphs, [p.references for p in parts], REF_OWN_SCHEMA, None, 0)
+        defs = _rows(graphs, [p.definitions for p in parts], DEF_OWN_SCHEMA, "s_", 1)
         files = pa.table({
             "id": [f"s_{g.version}{0:08x}" for g in graphs],
             "path": [p.path for p in parts], "version": [g.version for g in graphs],

@@ -37,7 +37,7 @@ from memserver.store import lancedb as ldb
 from memserver.store.bm25 import Bm25Index
 from memserver.store.chunks import ChunkRows
 from memserver.store.events import EventLog
-from memserver.store.graph import GraphRows, graph_part
+from memserver.store.graph import GraphRows
 from memserver.store.lancedb import Table, in_list, lance_errors
 from memserver.store.lock import WriterLock
 from memserver.store.manifest import FileManifest
@@ -56,7 +56,6 @@ from memserver.store.statecache import DIRTY
 
 __all__ = [
     "CHUNKS", "EVENTS", "FILES", "MEMORIES", "REFS", "SYMBOLS", "TABLES", "IndexStore",
-    "graph_part",
 ]  # fmt: skip
 
 CHUNKS = "chunks"

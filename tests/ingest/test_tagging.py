@@ -16,7 +16,7 @@ from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core.types import ChunkOptions
 from memserver.ingest import tagging
 from memserver.ingest.tagging import Tagger
-from memserver.store.index import graph_part
+from memserver.store.graphpart import graph_part
 from tests.indexers.test_chunking import FIXTURES, POLYGLOT
 
 pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a worker needs 2 cores")
