@@ -12,6 +12,9 @@ every non-blank line is in exactly one chunk; `tokens` is the counter's count of
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import replace
+
 from indexers.markdown import markdown_pieces
 from indexers.text import Lines, Piece, merge_tiny, text_pieces, tiling_problem, to_drafts
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
@@ -38,20 +41,28 @@ class FileChunker:
         self._options = options
         self._tokens = tokens
 
-    def chunk(self, path: str, text: str, language: str) -> ChunkResult:
-        return self._guarded(path, text, language)
+    def chunk(self, path: str, text: str, language: str, tags: bool = False) -> ChunkResult:
+        """`tags`: with the file's code-graph tags (`tag_file`'s), from the parse the chunks
+        were cut from: one parse instead of two."""
+        found: list[FileTags] = []
+        result = self._guarded(path, text, language, found if tags else None)
+        if not tags:
+            return result
+        return replace(result, tags=found[0] if found else FileTags(path, language))
 
-    def _guarded(self, path: str, text: str, language: str) -> ChunkResult:
+    def _guarded(self, path: str, text: str, language: str, tags: list[FileTags] | None
+                 ) -> ChunkResult:  # fmt: skip
         lines: Lines | None = None
         try:
             lines = Lines.of(text, self._tokens)
-            return self._chunk(path, lines, text, language)
+            return self._chunk(path, lines, text, language, tags)
         except Exception as exc:  # the edge: any failure becomes line windows with a reason
             reason = f"{language} chunking failed ({type(exc).__name__}: {exc}); used line windows"
             return self._windows(path, text, language, lines, reason[:500])
 
-    def _chunk(self, path: str, lines: Lines, text: str, language: str) -> ChunkResult:
-        pieces, reason = self._pieces(lines, text, language)
+    def _chunk(self, path: str, lines: Lines, text: str, language: str,
+               tags: list[FileTags] | None) -> ChunkResult:  # fmt: skip
+        pieces, reason = self._pieces(path, lines, text, language, tags)
         problem = tiling_problem(pieces, lines)
         if problem is not None:  # a chunker bug must not break the coverage contract
             reason = f"internal chunking error ({problem}); used line windows"
@@ -59,23 +70,33 @@ class FileChunker:
         drafts = to_drafts(pieces, lines, path, language, self._tokens)
         return ChunkResult(drafts, reason)
 
-    def _pieces(self, lines: Lines, text: str, language: str) -> tuple[list[Piece], str | None]:
+    def _pieces(self, path: str, lines: Lines, text: str, language: str,
+                tags: list[FileTags] | None) -> tuple[list[Piece], str | None]:  # fmt: skip
         options = self._options
         if language in CODE_LANGUAGES:
-            return self._code(lines, text.encode("utf-8", "replace"), language)
+            return self._code(path, lines, text, language, tags)
         if language in MARKDOWN_LANGUAGES:
             return merge_tiny(markdown_pieces(lines, options), lines, options), None
         return text_pieces(lines, language, options), None
 
-    def _code(self, lines: Lines, source: bytes, language: str) -> tuple[list[Piece], str | None]:
+    def _code(self, path: str, lines: Lines, text: str, language: str,
+              tags: list[FileTags] | None) -> tuple[list[Piece], str | None]:  # fmt: skip
+        """Pieces cut at definitions; into `tags`, when given, the tags of the same tree
+        (as `tag_file` makes them: the same parse, the same C++ retry, none on failure)."""
         options = self._options
+        source = text.encode("utf-8", "replace")
         reason = _skip_parse_reason(lines.blank, source, options)
         if reason is None:
-            pieces, note = code_pieces(lines, source, language, options)
+            used = language
+            pieces, note, tree = code_pieces(lines, source, language, options)
             if pieces is None and language == "c":  # a `.h` header is often C++
-                pieces, retry_note = code_pieces(lines, source, "cpp", options)
+                used = "cpp"
+                pieces, retry_note, tree = code_pieces(lines, source, used, options)
                 note = retry_note if pieces is not None else note
             if pieces is not None:
+                if tags is not None:
+                    with contextlib.suppress(Exception):  # as in `tag_file`: no tags, no harm
+                        tags.append(extract_tags(path, text, used, tree))
                 return merge_tiny(pieces, lines, options), note
             reason = note
         return text_pieces(lines, "text", options), f"{reason}; used line windows"

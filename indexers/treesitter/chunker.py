@@ -5,11 +5,16 @@ Returns pieces, or None with a reason when the file should fall back to line win
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from indexers.text import Lines, Piece
 from indexers.treesitter.definitions import error_share, find_definitions
 from indexers.treesitter.registry import grammar
 from indexers.treesitter.split import Emitter, Scope
 from memserver.core.types import ChunkOptions
+
+if TYPE_CHECKING:
+    from tree_sitter import Tree
 
 # tree-sitter recovers from errors, so a few ERROR nodes still leave good definitions; past
 # this share of non-blank lines inside ERROR nodes the file is not really this language.
@@ -21,11 +26,13 @@ def code_pieces(
     source: bytes,
     language: str,
     options: ChunkOptions,
-) -> tuple[list[Piece] | None, str | None]:
-    """(pieces, note) for a registered language; (None, reason) when the parse is not usable.
+) -> tuple[list[Piece] | None, str | None, Tree]:
+    """(pieces, note, tree) for a registered language; (None, reason, tree) when the parse is
+    not usable.
 
     `source` is the file's text encoded as UTF-8 (its rows must match `lines`). A note, when
-    set, says which parts were cut into line windows (nesting too deep to follow).
+    set, says which parts were cut into line windows (nesting too deep to follow). The tree
+    is the parse they were cut from (the code graph's tags are read from it too).
     """
     from tree_sitter import Parser
 
@@ -34,7 +41,7 @@ def code_pieces(
     root = tree.root_node
     share = error_share(root, lines.blank)
     if share > ERROR_SHARE_LIMIT:
-        return None, f"too many syntax errors ({share:.0%} of the file)"
+        return None, f"too many syntax errors ({share:.0%} of the file)", tree
     definitions = find_definitions(root, loaded.query)
     emitter = Emitter(lines, options, definitions)
     pieces = emitter.region(1, len(lines), definitions, Scope())
@@ -42,7 +49,7 @@ def code_pieces(
     if emitter.notes:
         more = f" (and {len(emitter.notes) - 1} more)" if len(emitter.notes) > 1 else ""
         note = f"{emitter.notes[0]}{more}; cut into line windows"
-    return pieces, note
+    return pieces, note, tree
 
 
 __all__ = ["ERROR_SHARE_LIMIT", "code_pieces"]

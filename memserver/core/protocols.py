@@ -19,7 +19,9 @@ class TokenCounter(Protocol):
 
 
 class Chunker(Protocol):
-    def chunk(self, path: str, text: str, language: str) -> ChunkResult: ...
+    def chunk(self, path: str, text: str, language: str, tags: bool = False) -> ChunkResult:
+        """`tags`: the result carries the file's code-graph tags, from the same parse."""
+        ...
 
 
 class Embedder(Protocol):

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memserver.core.graph import FileTags
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,7 @@ class ChunkDraft:
 class ChunkResult:
     chunks: tuple[ChunkDraft, ...]
     fallback_reason: str | None = None  # set when the parser failed and line windows were used
+    tags: FileTags | None = None  # asked for: the code graph's tags, from the same parse
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from indexers.walk import read_source
 from memserver.core.errors import ConfigError, ModelUnavailable
-from memserver.core.graph import file_version
+from memserver.core.graph import FileTags, file_version
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import (
@@ -34,6 +34,7 @@ from memserver.core.writes import FileChanges, FileGraph, Place, file_documents
 from memserver.ingest.distill import NAME as HEURISTIC
 from memserver.ingest.memories import MemoryPlanner
 from memserver.ingest.tagging import Tagger
+from memserver.store.graphpart import graph_part
 from memserver.store.index import IndexStore
 from memserver.text.passages import chunk_vector_key, embed_text, vector_key
 from memserver.text.secrets import mask_code, masked_counts
@@ -199,10 +200,16 @@ class Indexer:
 
     # -- phase 1: chunks into the stores ----------------------------------------
 
-    def _chunk(self, fp: _FilePlan, report: IndexReport) -> list[Chunk]:
-        result = self.chunker.chunk(fp.source.path, fp.text, fp.source.language)
+    def _chunk(self, fp: _FilePlan, report: IndexReport, tags: list[object] | None = None
+               ) -> list[Chunk]:  # fmt: skip
+        """The file's chunks; into `tags`, when given, its tags in row form, from the parse
+        the chunks were cut from."""
+        s = fp.source
+        result = self.chunker.chunk(s.path, fp.text, s.language, tags=tags is not None)
         if result.fallback_reason:
-            report.parse_fallbacks[fp.source.path] = result.fallback_reason
+            report.parse_fallbacks[s.path] = result.fallback_reason
+        if tags is not None:
+            tags.append(graph_part(result.tags or FileTags(s.path, s.language)))
         return to_chunks(self.store.meta.project, result.chunks)
 
     def _graphs(
@@ -223,16 +230,18 @@ class Indexer:
         states: dict[str, bool],
         memories: MemoryPlanner,
         report: IndexReport,
-        tags: Iterator[object],
+        tags: Iterator[object] | None,
         complete: bool = True,
     ) -> None:
-        """Store one batch of changed files (`tags`: its files' code graphs, next in it).
-        `states` holds every chunk id when `complete`, else only some: the rest are read
-        here, with where the cut chunks sit, in one go."""
+        """Store one batch of changed files (`tags`: its files' code graphs, next in it;
+        None: made with the chunks). `states` holds every chunk id when `complete`, else
+        only some: the rest are read here, with where the cut chunks sit, in one go."""
         new: list[Chunk] = []
         existing: dict[str, Chunk] = {}
         records: list[FileRecord] = []
-        cut = [(fp, self._chunk(fp, report)) for fp in batch]
+        made: list[object] = []  # tags is None: they come with the chunks
+        cut = [(fp, self._chunk(fp, report, made if tags is None else None)) for fp in batch]
+        given = tags if tags is not None else iter(made)
         ids = {c.id for _, chunks in cut for c in chunks}
         old_ids = {cid for fp, _ in cut if fp.old for cid in fp.old.chunk_ids}
         wanted = ids & states.keys() if complete else ids | (old_ids - states.keys())
@@ -269,7 +278,7 @@ class Indexer:
             moved_chunks=[existing[cid] for cid in moved], closed=gone,
             memories_added=fresh, memories_revived=revived, memories_searchable=live,
             memories_hidden=hidden, follow_origin=self.distiller is not None,
-            notes_stale=memories.chunks_closed(gone), graphs=self._graphs(cut, tags),
+            notes_stale=memories.chunks_closed(gone), graphs=self._graphs(cut, given),
             documents=file_documents([c for _, chunks in cut for c in chunks]), records=records,
         ))  # fmt: skip
         for c in new:

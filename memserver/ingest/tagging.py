@@ -98,14 +98,15 @@ class Tagger:
                 worker.stop()
         self._ready = self._active = None
 
-    def tags(self, files: Sequence[Job]) -> Iterator[object]:
-        """Each file's tags in row form, in order; made here as they are asked for, or by a
-        worker process (its start overlaps this process's reading and chunking)."""
+    def tags(self, files: Sequence[Job]) -> Iterator[object] | None:
+        """Each file's tags in row form, in order, from a worker process (its start overlaps
+        this process's reading and chunking); None when they are better made here, by the
+        chunker from the parse it makes anyway (`Chunker.chunk(..., tags=True)`)."""
         code = [f for f in files if f[2] in CODE_LANGUAGES]
         small = sum(len(f[1]) for f in code) < self.min_chars
         if small or (self._ready is None and not self._worth_a_worker()):
             self.close()
-            return (_rows(f, self.options) for f in files)
+            return None
         worker, self._ready = self._ready or _Worker.spawn(), None
         if worker is not None:
             self._active = worker  # `close` stops it, whatever happens from here

@@ -144,30 +144,33 @@ def test_tag_file_tags_the_tree_the_chunker_cuts(name: str) -> None:
     text = (POLYGLOT / name).read_text(encoding="utf-8")
     language = CODE_FIXTURES[name]
     tags = tag_file(name, text, language, ChunkOptions())
-    assert (
-        FileChunker(ChunkOptions(), RegexTokens()).chunk(name, text, language).fallback_reason
-        is None
-    )
+    cut = FileChunker(ChunkOptions(), RegexTokens()).chunk(name, text, language, tags=True)
+    assert cut.fallback_reason is None
     assert tags == extract_tags(name, text, language, parse(text, language))
     assert tags.definitions
+    assert cut.tags == tags  # the chunker's own parse gives the same tags
+    plain = FileChunker(ChunkOptions(), RegexTokens()).chunk(name, text, language)
+    assert plain.tags is None and plain.chunks == cut.chunks  # and the same chunks
 
 
 def test_tag_file_gives_no_tags_where_the_chunker_does_not_parse() -> None:
     chunker = FileChunker(ChunkOptions(), RegexTokens())
+
+    def none_either_way(path: str, text: str, language: str, options: ChunkOptions) -> None:
+        empty = FileTags(path, language)
+        assert tag_file(path, text, language, options) == empty
+        assert FileChunker(options, RegexTokens()).chunk(path, text, language, True).tags == empty
+
     for text, language in [("# Title\n\nbody\n", "markdown"), ("a: 1\n", "yaml")]:
-        assert tag_file("f", text, language, ChunkOptions()) == FileTags("f", language)
+        none_either_way("f", text, language, ChunkOptions())
     minified = "var a=[" + ",".join(str(i) for i in range(40_000)) + "];\n"
     assert chunker.chunk("m.js", minified, "javascript").fallback_reason
-    assert tag_file("m.js", minified, "javascript", ChunkOptions()) == FileTags(
-        "m.js", "javascript"
-    )
+    none_either_way("m.js", minified, "javascript", ChunkOptions())
     broken = "def f(:\n  ))) ((( ]]\n" * 20
     assert "syntax errors" in (chunker.chunk("b.py", broken, "python").fallback_reason or "")
-    assert tag_file("b.py", broken, "python", ChunkOptions()) == FileTags("b.py", "python")
+    none_either_way("b.py", broken, "python", ChunkOptions())
     big = "def f():\n    return 1\n" * 50
-    assert tag_file("big.py", big, "python", ChunkOptions(max_parse_bytes=100)) == FileTags(
-        "big.py", "python"
-    )
+    none_either_way("big.py", big, "python", ChunkOptions(max_parse_bytes=100))
 
 
 def test_a_cpp_header_named_dot_h_is_tagged_as_cpp() -> None:
@@ -175,7 +178,9 @@ def test_a_cpp_header_named_dot_h_is_tagged_as_cpp() -> None:
     for tags in (
         extract_tags("box.h", header, "c"),
         tag_file("box.h", header, "c", ChunkOptions()),
+        FileChunker(ChunkOptions(), RegexTokens()).chunk("box.h", header, "c", tags=True).tags,
     ):
+        assert tags is not None
         assert tags.language == "cpp"
         assert {d.qualified for d in tags.definitions} == {"geo", "geo.Box", "geo.Box.area"}
 
@@ -202,6 +207,8 @@ def test_never_raises_on_arbitrary_text(text: str, language: str) -> None:
         assert 1 <= d.start_line <= d.end_line <= len(rows)
     for r in tags.references:
         assert 1 <= r.line <= len(rows) and r.kind in REFERENCE_KINDS
+    cut = FileChunker(ChunkOptions(), RegexTokens()).chunk("f", text, language, tags=True)
+    assert cut.tags == tag_file("f", text, language, ChunkOptions())  # one parse or two
 
 
 def test_public_surface() -> None:
