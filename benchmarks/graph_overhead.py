@@ -8,8 +8,9 @@ For each tree, cold index runs into fresh temporary index folders (the tree is o
 in-process, in turn: with the code graph as `memserver index` builds it (by default tags
 are made in a worker process beside the chunker when the load average leaves a core idle,
 else in-process; the runs that used a worker are counted), with a worker whatever the
-load, with the graph made in-process (`graph_workers = 0`), and without it (no tags made
-and no graph rows written: what indexing cost before the graph). Each run's report gives
+load and however little code, with the graph made in-process (`graph_workers = 0`), and
+without it (no tags made and no graph rows written: what indexing cost before the graph).
+Each run's report gives
 `seconds_to_search` (walk, chunk and tag, LanceDB rows, tantivy, manifest: the keyword
 phase, wall-clock); the median of --repeat runs of each is kept, and this process's CPU
 seconds of the same runs beside it (the machine's other work moves wall-clock times more
@@ -57,7 +58,7 @@ def _without_graph() -> Iterator[None]:
 
 
 _VARIANTS = ("without", "default", "worker", "in-process")
-SPAWNED: list[int] = []  # workers started by "default" runs
+SPAWNED: list[int] = []  # workers started by "default" runs (each then tags the run)
 
 
 @contextmanager
@@ -65,19 +66,26 @@ def _forced_worker(forced: bool) -> Iterator[None]:
     """A worker whatever the load average says (or, unforced, as the product decides)."""
     from memserver.ingest import tagging
 
-    worth, spawn = tagging.Tagger._worth_a_worker, tagging._Worker.spawn
+    worth, expect = tagging.Tagger._worth_a_worker, tagging.Tagger.expect
+    spawn = tagging._Worker.spawn
 
     def counted() -> Any:
         SPAWNED.append(1)
         return spawn()
 
+    def any_size(self: Any, size: int) -> int:
+        self.min_chars = 1  # a worker however little code the run has
+        return expect(self, size)
+
     tagging._Worker.spawn = counted  # type: ignore[method-assign]
     if forced:
         tagging.Tagger._worth_a_worker = lambda self: self.workers > 0  # type: ignore[method-assign]
+        tagging.Tagger.expect = any_size  # type: ignore[method-assign]
     try:
         yield
     finally:
         tagging.Tagger._worth_a_worker = worth  # type: ignore[method-assign]
+        tagging.Tagger.expect = expect  # type: ignore[method-assign]
         tagging._Worker.spawn = spawn  # type: ignore[method-assign]
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from indexers.walk import read_source
 from memserver.core.errors import ConfigError, ModelUnavailable
 from memserver.core.graph import FileTags, file_version
@@ -168,6 +169,7 @@ class Indexer:
             manifest = {p: rec for p, rec in manifest.items() if p in only}
         plan = _Plan()
         self.progress.start("scanning", len(files))
+        self.tagger.expect(0)
         for f in files:
             self.progress.advance()
             old = manifest.pop(f.path, None)
@@ -175,6 +177,8 @@ class Indexer:
             if old and same_chunker and old.size == f.size and old.mtime_ns == f.mtime_ns:
                 plan.unchanged += 1
                 continue
+            if f.language in CODE_LANGUAGES:  # enough of it: a tags worker starts now
+                self.tagger.expect(f.size)
             found = read_source(self.root_real, f.path, f.abs_path, self.max_file_bytes)
             if isinstance(found, str):  # it changed since the walk looked at it
                 report.skipped[f.path] = found
@@ -479,8 +483,6 @@ class Indexer:
         `embed_pending`."""
         started = time.monotonic()
         store = self.store
-        if only is None:  # a whole run: a worker for the tags starts while files are read
-            self.tagger.prepare()
         try:
             if store.dirty if trust_marker else store.needs_reconcile():
                 report.repaired = store.reconcile()

@@ -70,13 +70,23 @@ class Tagger:
         self.min_chars = min_chars  # less code than this (characters): tagged here
         self._ready: _Worker | None = None  # started by `prepare`, not yet fed
         self._active: _Worker | None = None  # fed: answering a run's files
+        self._expected = 0  # bytes of changed code the running run has found (`expect`)
 
     def prepare(self) -> None:
-        """Start a worker now, before the run reads its files, so that its start (an
-        interpreter, imports, the tags queries) overlaps the walk; `tags` uses it, or stops
-        it when the run is too small for it."""
+        """Start a worker now, while the run still reads its files, so that its start (an
+        interpreter, imports, the tags queries) overlaps the reading; `tags` uses it, or
+        stops it when the run turns out too small for it."""
         if self._ready is None and self._worth_a_worker():
             self._ready = _Worker.spawn()
+
+    def expect(self, size: int) -> int:
+        """A run found `size` more bytes of changed code (`expect(0)`: a run begins): the
+        worker is prepared once they reach `min_chars`, not before (for fewer, its start
+        would only be more work beside the run). The bytes expected so far."""
+        self._expected = self._expected + size if size else 0
+        if size and self._expected >= self.min_chars and self._ready is None:
+            self.prepare()
+        return self._expected
 
     def _worth_a_worker(self) -> bool:
         """A worker, and a core with time for it: the last minute's load average (which

@@ -162,3 +162,42 @@ def test_answers_are_read_as_they_come_not_when_asked(monkeypatch: pytest.Monkey
         time.sleep(0.05)
     assert worker.answers.qsize() >= messages  # all read (then the end), none asked for yet
     assert list(tags) == _expected(files)
+
+
+def _code_size(job: tuple[str, str, str]) -> int:  # what `tags` counts against min_chars
+    return len(job[1]) if job[2] in CODE_LANGUAGES else 0
+
+
+def test_a_worker_starts_only_once_the_run_has_found_enough_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = [f for f in _files(12, LIGHT) if f[2] in CODE_LANGUAGES]
+    started = _watch_workers(monkeypatch)
+    need = sum(_code_size(f) for f in files)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=need, loadavg=idle)
+    tagger.expect(0)
+    for f in files[:-1]:
+        tagger.expect(_code_size(f))
+    assert started == []  # not yet enough
+    assert tagger.expect(_code_size(files[-1])) == need
+    assert len(started) == 1  # now: it boots while the run goes on reading
+    assert list(tagger.tags(files) or ()) == _expected(files)
+    assert len(started) == 1  # the prepared one did the tagging
+    assert tagger.expect(0) == 0 and tagger.expect(need - 1) == need - 1  # a new run
+    assert len(started) == 1
+
+
+def test_an_index_run_with_little_code_starts_no_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memserver.engine import Engine
+
+    root = tmp_path / "repo"
+    for name, _, _ in _files(1):
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text((POLYGLOT / name.split("/", 1)[1]).read_text(encoding="utf-8"))
+    started = _watch_workers(monkeypatch)
+    monkeypatch.setattr(os, "getloadavg", idle)
+    report = Engine(root, tmp_path / "idx", embedder_flag="none", env={}).index()
+    assert report.files_indexed == len(FIXTURES) and started == []
