@@ -64,6 +64,9 @@ MEMORIES = "memories"
 EVENTS = "events"
 SYMBOLS = "symbols"  # the code graph (store/graph.py)
 REFS = "refs"
+# a code graph table an older memserver wrote, opened by a reader (a writer makes it again)
+_GRAPH_FIX = ("run `memserver index`: it makes the code graph again from the files (chunks, "
+              "memories and vectors are kept)")  # fmt: skip
 TABLES = (CHUNKS, FILES, MEMORIES, EVENTS, SYMBOLS, REFS)
 
 
@@ -95,7 +98,9 @@ class IndexStore:
             self._db = ldb.connect(index_dir / "lance")
             if create:  # the code graph is made from the files: an older shape is made again
                 ldb.drop_if_reshaped(self._db, {n: schemas[n] for n in (SYMBOLS, REFS)})
-            found = {n: ldb.open_table(self._db, n, sc, create=create) for n, sc in schemas.items()}
+            found = {n: ldb.open_table(self._db, n, sc, create=create,
+                                       **({"fix": _GRAPH_FIX} if n in (SYMBOLS, REFS) else {}))
+                     for n, sc in schemas.items()}  # fmt: skip
         missing = [n for n, t in found.items() if t is None]
         if missing:
             raise IndexMissing(

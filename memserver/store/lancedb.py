@@ -89,18 +89,17 @@ def table_names(db: Db) -> list[str]:
     return list(db.list_tables().tables)
 
 
-def open_table(db: Db, name: str, schema: pa.Schema, *, create: bool) -> Table | None:
+def open_table(db: Db, name: str, schema: pa.Schema, *, create: bool,
+               fix: str = "run `memserver index --rebuild` to rebuild the index",
+               ) -> Table | None:  # fmt: skip
     """The table `name` (None when missing, unless `create`: then created empty); refuses
-    one of another schema."""
+    one of another schema (`fix`: the hint)."""
     if name in table_names(db):
         table = db.open_table(name)
         if table.schema != schema:
             missing = _columns_added_since(table.schema, schema)
             if missing is None:
-                raise StoreError(
-                    f"table {name!r} has an unexpected schema",
-                    hint="run `memserver index --rebuild` to rebuild the index",
-                )
+                raise StoreError(f"table {name!r} has an unexpected schema", hint=fix)
             if missing and create:  # a writer brings it up to date: the new columns, empty
                 table.add_columns(missing)
         return table
