@@ -127,7 +127,8 @@ def print_index_report(r: IndexReport) -> None:
         shown = ", ".join(paths[:5]) + (f" … (+{len(paths) - 5})" if len(paths) > 5 else "")
         out.print(f"  secrets masked: {masked_summary(r.masked)}: {shown}", markup=False)
     if r.repaired:
-        out.print(f"  [yellow]repaired {r.repaired} entries left by an interrupted run[/]")
+        out.print(f"  [yellow]repaired {r.repaired} entries (left by an interrupted run, "
+                  "or missing from an index an older memserver wrote)[/]")  # fmt: skip
     if r.skipped:
         summary = ", ".join(f"{n} {safe(why)}" for why, n in _reasons(r.skipped).most_common())
         out.print(f"  skipped: {summary}  (see --dry-run or --json for each path)")
