@@ -9,12 +9,10 @@ Runs `memserver eval code --dataset ... --corpora ... --no-ablations --json`
 once with fp32 and once per --variant, in fresh processes, each on fresh indexes:
 
 - fp32: the stock CLI, MEMSERVER_EMBEDDING_MODEL=sentence-transformers/all-MiniLM-L6-v2;
-- int8: MEMSERVER_EMBEDDING_MODEL=memserver/all-MiniLM-L6-v2-int8-<variant> and
-  FASTEMBED_CACHE_PATH = the per-user cache holding the copy (--cache, default
-  `quantize.user_cache()`), with the copy built and registered with fastembed
-  by `memserver.embed.quantize.resolve` before the CLI starts. That is the
-  wiring the fastembed adapter needs (see quantize's docstring); the rest of
-  memserver runs unchanged, so the index records the int8 model's own name.
+- int8: the same CLI with MEMSERVER_EMBEDDING_MODEL=memserver/all-MiniLM-L6-v2-int8-<variant>
+  and MEMSERVER_MODEL_CACHE = where the copies are made (--cache, default
+  `quantize.user_cache()`): the fastembed adapter makes the copy from the fp32 model
+  on first use, and the index records the int8 model's own name.
 
 Reports MRR@10 and R@10 per package and macro-averaged for both, the change in
 points, and the verdict: the lever is kept only if neither macro MRR@10 nor
@@ -36,11 +34,6 @@ from typing import Any
 FP32 = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_VARIANT = "dyn-matmul-pc-no-ffn-out"
 CLI = "from memserver.cli import main; main()"
-QUANTIZED_CLI = (
-    "import os; from memserver.embed import quantize; "
-    "quantize.resolve(os.environ['MEMSERVER_EMBEDDING_MODEL'], os.environ['FP32_CACHE']); "
-    "from memserver.cli import main; main()"
-)
 KEYS = ("mrr@10", "recall@10", "recall@1", "abstain", "false_abstain", "p50_ms", "index_seconds")
 
 
@@ -100,9 +93,9 @@ def main() -> None:
                            "MEMSERVER_EMBEDDING_MODEL": FP32})}  # fmt: skip
     for v in args.variant:
         name = quantize.VARIANTS[v].model_name
-        runs[v] = (QUANTIZED_CLI, {**base, "FASTEMBED_CACHE_PATH": str(cache),
-                                   "FP32_CACHE": source, "MEMSERVER_MODEL_CACHE": str(cache),
-                                   "MEMSERVER_EMBEDDING_MODEL": name})  # fmt: skip
+        runs[v] = (CLI, {**base, "FASTEMBED_CACHE_PATH": source,
+                         "MEMSERVER_MODEL_CACHE": str(cache),
+                         "MEMSERVER_EMBEDDING_MODEL": name})  # fmt: skip
     reports = {}
     with tempfile.TemporaryDirectory(prefix="quantized-dev-") as tmp:
         work = (args.work or Path(tmp)).resolve()

@@ -7,6 +7,7 @@ of similar length and little compute goes to padding.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
@@ -19,6 +20,7 @@ from typing import Any
 
 from memserver.config import EmbeddingSettings
 from memserver.core.errors import ModelUnavailable
+from memserver.embed import quantize
 from memserver.embed.models import HUB_HOST, cache_dir, fix_hint, reachable
 
 logger = logging.getLogger(__name__)
@@ -47,6 +49,8 @@ def known_dim(model: str) -> int:
     dim = _KNOWN_DIMS.get(model.lower())
     if dim:
         return dim
+    if quantize.variant_of(model) is not None:  # an int8 copy of the default model
+        return quantize.DIM
     from fastembed import TextEmbedding
 
     for desc in TextEmbedding.list_supported_models():
@@ -111,8 +115,12 @@ class FastEmbedder:
         _quiet()
         from fastembed import TextEmbedding
 
+        variant = quantize.variant_of(self.name)
+        if variant is not None and quantize.find(variant) is not None:
+            return True
+        name = quantize.BASE_MODEL if variant is not None else self.name  # made from it
         try:
-            TextEmbedding(self.name, cache_dir=str(self.cache), local_files_only=True,
+            TextEmbedding(name, cache_dir=str(self.cache), local_files_only=True,
                           lazy_load=True)  # fmt: skip
         except Exception:
             return False
@@ -128,6 +136,8 @@ class FastEmbedder:
         elif self.sessions > 1:  # sessions side by side: one thread each
             kwargs["threads"] = 1
         model, hint = self.settings.model, fix_hint(self.settings.model, self.cache)
+        if quantize.variant_of(model) is not None:
+            return self._load_int8(model, kwargs)
         try:  # the cache alone: milliseconds when the model is there, no network ever
             return TextEmbedding(model, local_files_only=True, **kwargs)
         except Exception as exc:
@@ -151,6 +161,34 @@ class FastEmbedder:
                 f"cannot download embedding model {model!r} to {self.cache}: "
                 f"{type(exc).__name__}: {str(exc)[:300]}",
                 hint=hint,
+            ) from exc
+
+    def _load_int8(self, model: str, kwargs: dict[str, Any]) -> Any:
+        """An int8 copy of the fp32 model (`embed.quantize`): made from the cached fp32
+        model once, into the per-user model cache, then loaded from there."""
+        from fastembed import TextEmbedding
+
+        variant = quantize.variant_of(model)
+        if self.download and variant is not None and quantize.find(variant) is None:
+            base = dataclasses.replace(self.settings, model=quantize.BASE_MODEL, sessions=1)
+            FastEmbedder(base, download=True).load()  # the fp32 model, fetched if missing
+        try:
+            built = quantize.resolve(model, source_cache=self.cache)
+        except ModelUnavailable as exc:
+            raise ModelUnavailable(
+                f"cannot make {model}: {exc.message}",
+                hint=f"its fp32 model ({quantize.BASE_MODEL}) must be in the model cache "
+                f"first: {fix_hint(quantize.BASE_MODEL, self.cache)}",
+            ) from exc
+        assert built is not None  # a quantized name
+        kwargs = {**kwargs, "cache_dir": str(built.cache_dir)}
+        try:
+            return TextEmbedding(built.model_name, local_files_only=True, **kwargs)
+        except Exception as exc:
+            raise ModelUnavailable(
+                f"cannot load {model} from {built.snapshot}: {type(exc).__name__}: "
+                f"{str(exc)[:300]}",
+                hint=f"delete {built.snapshot.parent.parent} to have it made again",
             ) from exc
 
     def _clip(self, text: str) -> str:

@@ -14,15 +14,14 @@ and fastembed loads it under a model name of its own
 `TextEmbedding.add_custom_model`: mean pooling, L2 normalisation, 384-d), so an
 index records which model built it and never mixes int8 with fp32 vectors.
 
-Selecting it (for the composition root to wire): set the embedding model to a
-quantized name, e.g. `MEMSERVER_EMBEDDING_MODEL=memserver/all-MiniLM-L6-v2-int8-<variant>`
-or `[embedding] model = ...`, and let the fastembed adapter call
-`resolve(settings.model, source_cache)` before it builds `TextEmbedding`: for a
-quantized name it builds the copy on first use (dynamic variants need no data;
-`build` the static one explicitly, with calibration texts) and returns the model
-name and the cache dir to load it from; for any other name it returns None.
-`MEMSERVER_MODEL_CACHE` overrides the user cache (default: the platform cache
-dir + `memserver/models`, e.g. `~/.cache/memserver/models`).
+Selecting it: set the embedding model to a quantized name, e.g.
+`[embedding] model = "memserver/all-MiniLM-L6-v2-int8-<variant>"` (or
+`MEMSERVER_EMBEDDING_MODEL`). The fastembed adapter then calls
+`resolve(settings.model, its model cache)`: for a quantized name the copy is built on
+first use from the cached fp32 model (dynamic variants need no data; `build` the static
+one explicitly, with calibration texts) and loaded from where `resolve` says; any other
+name gives None. `MEMSERVER_MODEL_CACHE` overrides the user cache (default: the
+platform cache dir + `memserver/models`, e.g. `~/.cache/memserver/models`).
 
 This module is the sole importer of `onnx` and `onnxruntime.quantization`; it
 imports fastembed only to register the copy (`register`), lazily.

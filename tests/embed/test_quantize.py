@@ -105,3 +105,40 @@ def test_the_user_cache_is_per_user_and_overridable(tmp_path: Path) -> None:
     assert quantize.user_cache({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "memserver/models"
     default = quantize.user_cache({})  # not the temp dir, which many systems clear on reboot
     assert default.is_relative_to(Path.home()) and default.parts[-2:] == ("memserver", "models")
+
+
+@requires_model
+@pytest.mark.model
+def test_the_embedder_makes_and_loads_the_int8_copy_its_settings_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fp32_vectors: np.ndarray
+) -> None:
+    from memserver.config import EmbeddingSettings
+    from memserver.embed.fastembed import FastEmbedder, known_dim
+
+    monkeypatch.setenv(quantize.ENV_CACHE, str(tmp_path / "models"))
+    variant = quantize.VARIANTS[KEPT]
+    embedder = FastEmbedder(EmbeddingSettings(model=variant.model_name, cache_dir=MODEL_CACHE))
+    assert known_dim(variant.model_name) == embedder.dim == quantize.DIM
+    assert embedder.cached()  # the fp32 model is there: the copy can be made
+    assert quantize.find(variant, tmp_path / "models") is None
+    vecs = np.asarray(embedder.embed_documents(TEXTS))  # made now, then loaded
+    assert quantize.find(variant, tmp_path / "models") is not None
+    assert (vecs * fp32_vectors).sum(axis=1).min() > 0.98
+    query = np.asarray(embedder.embed_query(TEXTS[2]))
+    assert float(query @ fp32_vectors[2]) > 0.98
+
+
+def test_an_int8_name_without_its_fp32_model_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memserver.config import EmbeddingSettings
+    from memserver.embed.fastembed import FastEmbedder
+
+    monkeypatch.setenv(quantize.ENV_CACHE, str(tmp_path / "models"))
+    name = quantize.VARIANTS[KEPT].model_name
+    embedder = FastEmbedder(EmbeddingSettings(model=name, cache_dir=str(tmp_path / "empty")))
+    assert not embedder.cached()
+    with pytest.raises(ModelUnavailable) as info:
+        embedder.embed_query("where are requests retried")
+    assert name in info.value.message
+    assert quantize.BASE_MODEL in info.value.hint and "memserver model fetch" in info.value.hint
