@@ -169,7 +169,7 @@ class Indexer:
             manifest = {p: rec for p, rec in manifest.items() if p in only}
         plan = _Plan()
         self.progress.start("scanning", len(files))
-        self.tagger.expect(0)
+        self.tagger.begin()
         for f in files:
             self.progress.advance()
             old = manifest.pop(f.path, None)

@@ -71,6 +71,7 @@ class Tagger:
         self._ready: _Worker | None = None  # started by `prepare`, not yet fed
         self._active: _Worker | None = None  # fed: answering a run's files
         self._expected = 0  # bytes of changed code the running run has found (`expect`)
+        self._asked = False  # whether this run has asked for a worker yet
 
     def prepare(self) -> None:
         """Start a worker now, while the run still reads its files, so that its start (an
@@ -79,12 +80,17 @@ class Tagger:
         if self._ready is None and self._worth_a_worker():
             self._ready = _Worker.spawn()
 
+    def begin(self) -> None:
+        """A run begins: nothing of its code is expected yet (see `expect`)."""
+        self._expected, self._asked = 0, False
+
     def expect(self, size: int) -> int:
-        """A run found `size` more bytes of changed code (`expect(0)`: a run begins): the
-        worker is prepared once they reach `min_chars`, not before (for fewer, its start
-        would only be more work beside the run). The bytes expected so far."""
-        self._expected = self._expected + size if size else 0
-        if size and self._expected >= self.min_chars and self._ready is None:
+        """The run found `size` more bytes of changed code: the worker is prepared once
+        they reach `min_chars`, not before (for fewer, its start would only be more work
+        beside the run), and asked for once a run. The bytes expected so far."""
+        self._expected += size
+        if not self._asked and self._expected >= self.min_chars:
+            self._asked = True
             self.prepare()
         return self._expected
 

@@ -175,7 +175,7 @@ def test_a_worker_starts_only_once_the_run_has_found_enough_code(
     started = _watch_workers(monkeypatch)
     need = sum(_code_size(f) for f in files)
     tagger = Tagger(ChunkOptions(), workers=1, min_chars=need, loadavg=idle)
-    tagger.expect(0)
+    tagger.begin()
     for f in files[:-1]:
         tagger.expect(_code_size(f))
     assert started == []  # not yet enough
@@ -183,8 +183,8 @@ def test_a_worker_starts_only_once_the_run_has_found_enough_code(
     assert len(started) == 1  # now: it boots while the run goes on reading
     assert list(tagger.tags(files) or ()) == _expected(files)
     assert len(started) == 1  # the prepared one did the tagging
-    assert tagger.expect(0) == 0 and tagger.expect(need - 1) == need - 1  # a new run
-    assert len(started) == 1
+    tagger.begin()  # a new run
+    assert tagger.expect(need - 1) == need - 1 and len(started) == 1
 
 
 def test_an_index_run_with_little_code_starts_no_worker(
@@ -201,3 +201,21 @@ def test_an_index_run_with_little_code_starts_no_worker(
     monkeypatch.setattr(os, "getloadavg", idle)
     report = Engine(root, tmp_path / "idx", embedder_flag="none", env={}).index()
     assert report.files_indexed == len(FIXTURES) and started == []
+
+
+def test_a_worker_that_cannot_start_is_asked_for_once_a_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tries: list[int] = []
+
+    def cannot() -> None:  # as `spawn` answers when the OS refuses a process
+        tries.append(1)
+
+    monkeypatch.setattr(tagging._Worker, "spawn", cannot)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=10, loadavg=idle)
+    tagger.begin()
+    for _ in range(50):
+        tagger.expect(100)
+    assert tries == [1]
+    files = _files(1, LIGHT)
+    assert list(tagger.tags(files) or ()) == _expected(files)  # tagged here instead
