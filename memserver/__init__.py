@@ -52,3 +52,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value  # once: later lookups find it here
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
