@@ -137,6 +137,11 @@ def model_env() -> dict[str, str]:
     return {**base, "FASTEMBED_CACHE_PATH": cache, "HF_HUB_OFFLINE": os.environ["HF_HUB_OFFLINE"]}
 
 
+def ours_env() -> dict[str, str]:
+    """Where memserver makes an int8 copy of the model (`--memserver-model`), if set."""
+    return {k: os.environ[k] for k in ("MEMSERVER_MODEL_CACHE",) if os.environ.get(k)}
+
+
 def memserver_command() -> str:
     beside = Path(sys.executable).parent / "memserver"
     found = str(beside) if beside.exists() else shutil.which("memserver")
@@ -179,9 +184,10 @@ def cpu_s(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_index(cmd: list[str], root: Path, index_dir: Path, env: dict[str, str]) -> dict[str, Any]:
+def run_index(cmd: list[str], root: Path, index_dir: Path, env: dict[str, str],
+              model: str = MODEL) -> dict[str, Any]:  # fmt: skip
     """`memserver index` cold, timed from spawn to exit, with its peak RSS."""
-    argv = [cmd[0], "index", str(root), "--index-dir", str(index_dir), "--embedder", MODEL]
+    argv = [cmd[0], "index", str(root), "--index-dir", str(index_dir), "--embedder", model]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen([*argv, "--json"], stdout=out, stderr=err, env=env,
@@ -357,12 +363,13 @@ async def run_peer(
 async def run_memserver(
     cmd: str, root: Path, index_dir: Path, queries: Sequence[dict[str, Any]], work: Path
 ) -> dict[str, Any]:
+    """(The server takes the embedder the index was built with.)"""
     from contextlib import AsyncExitStack
 
     args = ["serve", "--root", str(root), "--index-dir", str(index_dir), "--log-level", "warning"]
     with (work / "memserver.stderr.log").open("w") as errlog:
         async with AsyncExitStack() as stack:
-            s = await open_session(stack, cmd, args, model_env(), work, errlog)
+            s = await open_session(stack, cmd, args, {**model_env(), **ours_env()}, work, errlog)
             asked = await ask_all(s.session, "recall", lambda q: {"query": q}, queries,
                                   memserver_spans)  # fmt: skip
             rss = rss_mb(s.pid)
@@ -382,7 +389,8 @@ def bench_corpus(
     index_dir = cwork / "memserver.index"
     log(f"{name}: memserver index (cold)")
     settings = {k: v for k, v in os.environ.items() if k.startswith("MEMSERVER_INDEX_")}
-    indexed = run_index([memserver_command()], root, index_dir, {**model_env(), **settings})
+    env = {**model_env(), **ours_env(), **settings}
+    indexed = run_index([memserver_command()], root, index_dir, env, args.memserver_model)
     chunks = read_chunks(index_dir)[: args.max_chunks or None]
     vectors = count_vectors(index_dir)
     log(f"{name}: {len(chunks)} chunks; peer stores them one by one")
@@ -490,6 +498,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead")
     ap.add_argument("--max-chunks", type=int, default=0, help="store only N chunks (smoke runs)")
     ap.add_argument("--max-queries", type=int, default=0, help="ask only N queries (smoke runs)")
+    ap.add_argument("--memserver-model", default=MODEL,
+                    help="memserver's embedder (e.g. an int8 copy of the model; the peer "
+                    "keeps the fp32 model)")  # fmt: skip
     args = ap.parse_args()
     peer = shutil.which(args.peer_command) or args.peer_command
     if not Path(peer).exists():
@@ -505,7 +516,7 @@ def main() -> None:
             queries = queries[: args.max_queries or None]
             results.append(bench_corpus(root.resolve(), queries, peer, work, args))
     out = {"cpus": os.cpu_count(), "loadavg_at_end": os.getloadavg(), "model": MODEL,
-           "corpora": results}  # fmt: skip
+           "memserver_model": args.memserver_model, "corpora": results}  # fmt: skip
     if args.json:
         print(json.dumps(out, indent=1))
     else:
