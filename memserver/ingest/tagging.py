@@ -41,10 +41,12 @@ from memserver.store.graphpart import graph_part
 __all__ = ["MIN_CHARS", "Tagger", "serve_stdio"]
 
 _CHUNK = 8  # files per message to and from the worker
-# Below this much code a worker costs more than it saves: its start (~0.3 s) and its tags
+# Below this much code a worker costs more than it saves: its start (~0.2 s) and its tags
 # queries (compiled once per language and process, where this process has them already).
-# On the DEV packages with a worker against in-process: 0.42 M characters (cobra) +32 %
-# against +39 % of the keyword phase, 0.86 M (click) +14 % against +49 %.
+# The graph's share of the keyword phase with a worker against in-process (2 cores,
+# benchmarks/graph_overhead.py): 0.13 M characters +69 % against +42 %, 0.20 M +37 %
+# against +28 %, 0.42 M (cobra) +13-31 % against +25-39 % over three runs, 0.86 M (click)
+# +12-27 % against +39-58 %.
 MIN_CHARS = 500_000
 
 Job = tuple[str, str, str]  # (path, text, language)
