@@ -48,7 +48,9 @@ class FileChunker:
         result = self._guarded(path, text, language, found if tags else None)
         if not tags:
             return result
-        return replace(result, tags=found[0] if found else FileTags(path, language))
+        if not found:  # no tree to read them from (no parse, or cutting failed): as tag_file
+            found.append(tag_file(path, text, language, self._options))
+        return replace(result, tags=found[0])
 
     def _guarded(self, path: str, text: str, language: str, tags: list[FileTags] | None
                  ) -> ChunkResult:  # fmt: skip

@@ -239,6 +239,10 @@ class Engine:
             report.seconds = report.seconds_to_search = time.monotonic() - started
             return report
         statecache.forget(self.index_dir)
+        if not rebuild and (self.index_dir / "meta.json").exists():
+            from memserver.store.index import drop_reshaped_graph
+
+            drop_reshaped_graph(self.index_dir, self.lock_timeout)  # an older graph: again
         store = self.writable_store(rebuild)
         report.embedder = store.meta.embedder
         self.run_index(store, walked, report, git=git, progress=progress, embed=embed)

@@ -174,6 +174,12 @@ class FastEmbedder:
             FastEmbedder(base, download=True).load()  # the fp32 model, fetched if missing
         try:
             built = quantize.resolve(model, source_cache=self.cache)
+        except OSError as exc:
+            raise ModelUnavailable(
+                f"cannot make {model} in {quantize.user_cache()}: {exc.strerror or exc}",
+                hint=f"free space or fix the permissions there, or point {quantize.ENV_CACHE} "
+                "at a writable folder",
+            ) from exc
         except ModelUnavailable as exc:
             raise ModelUnavailable(
                 f"cannot make {model}: {exc.message}",

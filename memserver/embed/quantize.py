@@ -35,6 +35,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -356,6 +357,8 @@ def build(
     if done is not None:
         return done
     src = base_snapshot(source_caches)
+    if find(variant, cache) is None:  # (not made by another process meanwhile)
+        _set_aside_broken(cache / variant.repo_folder)
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=cache))
     try:
@@ -397,6 +400,19 @@ def build(
     return built
 
 
+def _set_aside_broken(folder: Path) -> None:
+    """A copy's folder that `find` does not accept (a file deleted, a disk that filled) is
+    moved aside and removed, so that the new build can take its place."""
+    if not folder.exists():
+        return
+    aside = folder.with_name(f".broken-{os.getpid()}-{folder.name}")
+    try:
+        folder.rename(aside)
+    except OSError:  # another process set it aside (or rebuilt it) first
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def _recipe(variant: Variant, src: Path, model: Path, calibrated: int) -> dict[str, Any]:
     import onnxruntime
 
@@ -422,8 +438,10 @@ def register(variant: Variant | str) -> str:
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
-    known = {str(m["model"]).lower() for m in TextEmbedding.list_supported_models()}
-    if variant.model_name.lower() not in known:
+    with _REGISTER:  # two embedders loading at once (indexing and a query) in one process
+        known = {str(m["model"]).lower() for m in TextEmbedding.list_supported_models()}
+        if variant.model_name.lower() in known:
+            return variant.model_name
         TextEmbedding.add_custom_model(
             model=variant.model_name,
             pooling=PoolingType.MEAN,
@@ -435,6 +453,9 @@ def register(variant: Variant | str) -> str:
             license="apache-2.0",
         )
     return variant.model_name
+
+
+_REGISTER = threading.Lock()
 
 
 def resolve(

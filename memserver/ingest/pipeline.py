@@ -177,8 +177,6 @@ class Indexer:
             if old and same_chunker and old.size == f.size and old.mtime_ns == f.mtime_ns:
                 plan.unchanged += 1
                 continue
-            if f.language in CODE_LANGUAGES:  # enough of it: a tags worker starts now
-                self.tagger.expect(f.size)
             found = read_source(self.root_real, f.path, f.abs_path, self.max_file_bytes)
             if isinstance(found, str):  # it changed since the walk looked at it
                 report.skipped[f.path] = found
@@ -198,6 +196,8 @@ class Indexer:
                 continue
             text, spans = mask_code(text, f.language, f.path)  # the hash stays the file's
             plan.changed.append(_FilePlan(f, digest, text, old, masked_counts(spans)))
+            if f.language in CODE_LANGUAGES:  # enough of it: a tags worker starts now
+                self.tagger.expect(len(text))
         plan.removed.extend(manifest.values())  # in the manifest, gone from the tree
         self.progress.finish()
         return plan

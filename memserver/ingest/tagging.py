@@ -72,7 +72,7 @@ class Tagger:
         self.min_chars = min_chars  # less code than this (characters): tagged here
         self._ready: _Worker | None = None  # started by `prepare`, not yet fed
         self._active: _Worker | None = None  # fed: answering a run's files
-        self._expected = 0  # bytes of changed code the running run has found (`expect`)
+        self._expected = 0  # characters of changed code the running run found (`expect`)
         self._asked = False  # whether this run has asked for a worker yet
 
     def prepare(self) -> None:
@@ -87,9 +87,9 @@ class Tagger:
         self._expected, self._asked = 0, False
 
     def expect(self, size: int) -> int:
-        """The run found `size` more bytes of changed code: the worker is prepared once
+        """The run found `size` more characters of changed code: the worker is prepared once
         they reach `min_chars`, not before (for fewer, its start would only be more work
-        beside the run), and asked for once a run. The bytes expected so far."""
+        beside the run), and asked for once a run. The characters expected so far."""
         self._expected += size
         if not self._asked and self._expected >= self.min_chars:
             self._asked = True
@@ -122,13 +122,16 @@ class Tagger:
         chunker from the parse it makes anyway (`Chunker.chunk(..., tags=True)`)."""
         code = [f for f in files if f[2] in CODE_LANGUAGES]
         small = sum(len(f[1]) for f in code) < self.min_chars
-        if small or (self._ready is None and not self._worth_a_worker()):
+        worker, self._ready = self._ready, None
+        if worker is None and not small and not self._asked and self._worth_a_worker():
+            worker = _Worker.spawn()  # not prepared (a caller without `expect`)
+        if small or worker is None:
+            if worker is not None:
+                worker.stop()
             self.close()
             return None
-        worker, self._ready = self._ready or _Worker.spawn(), None
-        if worker is not None:
-            self._active = worker  # `close` stops it, whatever happens from here
-            worker.feed(self.options, code)
+        self._active = worker  # `close` stops it, whatever happens from here
+        worker.feed(self.options, code)
         return self._from_worker(files, worker)
 
     def _from_worker(self, files: Sequence[Job], worker: _Worker | None) -> Iterator[object]:

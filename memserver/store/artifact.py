@@ -30,7 +30,7 @@ from typing import IO, Any
 from memserver.core.errors import IndexMismatch, PathError, StoreError
 from memserver.store import graphsync
 from memserver.store.failures import write_error
-from memserver.store.index import IndexStore
+from memserver.store.index import IndexStore, drop_reshaped_graph
 from memserver.store.lock import LOCK_FILE, WriterLock
 from memserver.store.meta import META_FILE, SCHEMA_VERSION, read_meta, write_meta
 from memserver.store.statecache import DIRTY, STATE_FILE
@@ -404,10 +404,17 @@ def _verify(archive: Path, staged: Path, info: ArtifactInfo, root: Path) -> None
     ):
         raise _damaged(archive, f"its {META_FILE} disagrees with {INFO_NAME}")
     write_meta(staged, replace(meta, root=str(root)))
-    store = IndexStore.open(staged, meta.embedder, meta.dim)
+    # an older memserver's code graph: dropped here, made again by the checkout's next
+    # `memserver index` (the artifact's chunks and vectors are kept)
+    old_graph = drop_reshaped_graph(staged, None)
+    store = IndexStore.create_or_open(staged, meta.embedder, meta.dim, meta.project, str(root),
+                                      meta.tokenizer) if old_graph else IndexStore.open(
+                                          staged, meta.embedder, meta.dim)  # fmt: skip
     found = store.chunks.count_current()
     if found != info.chunks:
         raise _damaged(archive, f"it holds {found} chunks, {INFO_NAME} says {info.chunks}")
+    if old_graph:
+        return
     _, definitions, references = store.graph.count_current()
     if (definitions, references) != (info.definitions, info.references):
         raise _damaged(archive, f"its code graph holds {definitions} definitions and "

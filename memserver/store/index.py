@@ -56,6 +56,7 @@ from memserver.store.statecache import DIRTY
 
 __all__ = [
     "CHUNKS", "EVENTS", "FILES", "MEMORIES", "REFS", "SYMBOLS", "TABLES", "IndexStore",
+    "drop_reshaped_graph",
 ]  # fmt: skip
 
 CHUNKS = "chunks"
@@ -64,7 +65,7 @@ MEMORIES = "memories"
 EVENTS = "events"
 SYMBOLS = "symbols"  # the code graph (store/graph.py)
 REFS = "refs"
-# a code graph table an older memserver wrote, opened by a reader (a writer makes it again)
+# a code graph table an older memserver wrote (`memserver index` makes it again)
 _GRAPH_FIX = ("run `memserver index`: it makes the code graph again from the files (chunks, "
               "memories and vectors are kept)")  # fmt: skip
 TABLES = (CHUNKS, FILES, MEMORIES, EVENTS, SYMBOLS, REFS)
@@ -82,6 +83,23 @@ def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def drop_reshaped_graph(index_dir: Path, lock_timeout: float | None) -> bool:
+    """Drop the code graph's tables when an older memserver wrote one in another shape; the
+    graph is made from the files, and the next index run (whose reconciling finds every
+    file without its graph) makes it again; chunks, memories and vectors stay. Only an
+    index run calls this (or an import, on its private copy: `lock_timeout` None), under
+    the writer lock: other writers refuse such an index with the fix. True when dropped."""
+    schemas = {SYMBOLS: symbols_schema(), REFS: refs_schema()}
+    with lance_errors(f"open the tables in {index_dir / 'lance'}"):
+        db = ldb.connect(index_dir / "lance")
+        if not ldb.reshaped(db, schemas):
+            return False
+        if lock_timeout is None:
+            return ldb.drop_if_reshaped(db, schemas)
+        with WriterLock(index_dir, lock_timeout, purpose="make the code graph again"):
+            return ldb.drop_if_reshaped(db, schemas)
+
+
 class IndexStore:
     ann_min_rows = 0  # chunks from which an index run builds a vector index (0: never)
 
@@ -96,8 +114,6 @@ class IndexStore:
                    SYMBOLS: symbols_schema(), REFS: refs_schema()}  # fmt: skip
         with lance_errors(f"open the tables in {index_dir / 'lance'}"):
             self._db = ldb.connect(index_dir / "lance")
-            if create:  # the code graph is made from the files: an older shape is made again
-                ldb.drop_if_reshaped(self._db, {n: schemas[n] for n in (SYMBOLS, REFS)})
             found = {n: ldb.open_table(self._db, n, sc, create=create,
                                        **({"fix": _GRAPH_FIX} if n in (SYMBOLS, REFS) else {}))
                      for n, sc in schemas.items()}  # fmt: skip

@@ -108,16 +108,23 @@ def open_table(db: Db, name: str, schema: pa.Schema, *, create: bool,
     return db.create_table(name, schema=schema, exist_ok=True)
 
 
-def drop_if_reshaped(db: Db, schemas: Mapping[str, pa.Schema]) -> bool:
-    """Drop these tables, all of them, when one exists in a shape `open_table` refuses (for
-    tables made again from other data: they are recreated empty, and refilled)."""
+def reshaped(db: Db, schemas: Mapping[str, pa.Schema]) -> list[str]:
+    """Those of these tables that exist in a shape `open_table` refuses."""
     names = table_names(db)
-    reshaped = [n for n, schema in schemas.items() if n in names
-                and _columns_added_since(db.open_table(n).schema, schema) is None]  # fmt: skip
-    for name in schemas if reshaped else ():
+    return [n for n, schema in schemas.items() if n in names
+            and _columns_added_since(db.open_table(n).schema, schema) is None]  # fmt: skip
+
+
+def drop_if_reshaped(db: Db, schemas: Mapping[str, pa.Schema]) -> bool:
+    """Drop these tables, all of them, when one is `reshaped` (for tables made again from
+    other data: a writer then creates them empty, and refills them)."""
+    if not reshaped(db, schemas):
+        return False
+    names = table_names(db)
+    for name in schemas:
         if name in names:
             db.drop_table(name)
-    return bool(reshaped)
+    return True
 
 
 def _columns_added_since(found: pa.Schema, wanted: pa.Schema) -> list[pa.Field] | None:

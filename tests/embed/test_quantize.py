@@ -126,6 +126,12 @@ def test_the_embedder_makes_and_loads_the_int8_copy_its_settings_name(
     assert (vecs * fp32_vectors).sum(axis=1).min() > 0.98
     query = np.asarray(embedder.embed_query(TEXTS[2]))
     assert float(query @ fp32_vectors[2]) > 0.98
+    made = quantize.find(variant, tmp_path / "models")
+    assert made is not None
+    made.model_file.unlink()  # a damaged copy: made again, not an error
+    again = FastEmbedder(EmbeddingSettings(model=variant.model_name, cache_dir=MODEL_CACHE))
+    assert (np.asarray(again.embed_documents(TEXTS)) * fp32_vectors).sum(axis=1).min() > 0.98
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [variant.repo_folder]
 
 
 def test_an_int8_name_without_its_fp32_model_says_how_to_get_it(

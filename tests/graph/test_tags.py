@@ -218,3 +218,22 @@ def test_public_surface() -> None:
         "FileTags", "Import", "RefColumns", "Reference", "StoredFile", "file_version",
         "make_definition", "make_reference",
     }  # fmt: skip
+
+
+def test_a_file_the_chunker_fails_to_cut_still_gets_tag_files_tags(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cutting that fails after a good parse falls back to line windows; the tags are then
+    made as `tag_file` makes them (a worker would store those), not left out."""
+    import indexers.treesitter.chunker as chunker_module
+
+    name = sorted(CODE_FIXTURES)[0]
+    text, language = (POLYGLOT / name).read_text(encoding="utf-8"), CODE_FIXTURES[name]
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a chunker bug")
+
+    monkeypatch.setattr(chunker_module, "find_definitions", broken)
+    cut = FileChunker(ChunkOptions(), RegexTokens()).chunk(name, text, language, tags=True)
+    assert cut.fallback_reason and "chunking failed" in cut.fallback_reason
+    assert cut.tags == tag_file(name, text, language, ChunkOptions()) and cut.tags.definitions

@@ -163,6 +163,9 @@ def test_a_graph_table_of_an_older_shape_is_made_again_by_the_next_run(repo: Pat
     with pytest.raises(StoreError, match="unexpected schema") as refused:
         engine.open_store()  # a reader does not rewrite the index: it says what will
     assert "`memserver index`" in refused.value.hint and "--rebuild" not in refused.value.hint
+    with pytest.raises(StoreError, match="unexpected schema"):
+        engine.writable_store()  # nor a writer that is not an index run (remember, the UI)
+    assert "id" in ldb.connect(engine.index_dir / "lance").open_table("refs").schema.names
     report = engine.index()
     assert report.files_indexed == len(FILES)  # every file's graph made again
     store = engine.open_store()
