@@ -122,15 +122,13 @@ class Tagger:
         chunker from the parse it makes anyway (`Chunker.chunk(..., tags=True)`)."""
         code = [f for f in files if f[2] in CODE_LANGUAGES]
         small = sum(len(f[1]) for f in code) < self.min_chars
-        worker, self._ready = self._ready, None
-        if worker is None and not small and not self._asked and self._worth_a_worker():
-            worker = _Worker.spawn()  # not prepared (a caller without `expect`)
+        if self._ready is None and not small and not self._asked and self._worth_a_worker():
+            self._ready = _Worker.spawn()  # not prepared (a caller without `expect`)
+        worker = self._ready
         if small or worker is None:
-            if worker is not None:
-                worker.stop()
             self.close()
             return None
-        self._active = worker  # `close` stops it, whatever happens from here
+        self._ready, self._active = None, worker  # `close` stops it, whatever happens now
         worker.feed(self.options, code)
         return self._from_worker(files, worker)
 

@@ -403,13 +403,12 @@ def _verify(archive: Path, staged: Path, info: ArtifactInfo, root: Path) -> None
         info.schema_version,
     ):
         raise _damaged(archive, f"its {META_FILE} disagrees with {INFO_NAME}")
-    write_meta(staged, replace(meta, root=str(root)))
-    # an older memserver's code graph: dropped here, made again by the checkout's next
-    # `memserver index` (the artifact's chunks and vectors are kept)
+    meta = replace(meta, root=str(root))
+    write_meta(staged, meta)
+    # an older memserver's code graph: dropped here (its empty tables made again), and made
+    # by the checkout's next `memserver index`; the artifact's chunks and vectors are kept
     old_graph = drop_reshaped_graph(staged, None)
-    store = IndexStore.create_or_open(staged, meta.embedder, meta.dim, meta.project, str(root),
-                                      meta.tokenizer) if old_graph else IndexStore.open(
-                                          staged, meta.embedder, meta.dim)  # fmt: skip
+    store = IndexStore(staged, meta, create=old_graph)
     found = store.chunks.count_current()
     if found != info.chunks:
         raise _damaged(archive, f"it holds {found} chunks, {INFO_NAME} says {info.chunks}")
