@@ -136,8 +136,9 @@ class FastEmbedder:
         elif self.sessions > 1:  # sessions side by side: one thread each
             kwargs["threads"] = 1
         model, hint = self.settings.model, fix_hint(self.settings.model, self.cache)
-        if quantize.variant_of(model) is not None:
-            return self._load_int8(model, kwargs)
+        variant = quantize.variant_of(model)
+        if variant is not None:
+            return self._load_int8(variant, kwargs)
         try:  # the cache alone: milliseconds when the model is there, no network ever
             return TextEmbedding(model, local_files_only=True, **kwargs)
         except Exception as exc:
@@ -163,13 +164,13 @@ class FastEmbedder:
                 hint=hint,
             ) from exc
 
-    def _load_int8(self, model: str, kwargs: dict[str, Any]) -> Any:
+    def _load_int8(self, variant: quantize.Variant, kwargs: dict[str, Any]) -> Any:
         """An int8 copy of the fp32 model (`embed.quantize`): made from the cached fp32
         model once, into the per-user model cache, then loaded from there."""
         from fastembed import TextEmbedding
 
-        variant = quantize.variant_of(model)
-        if self.download and variant is not None and quantize.find(variant) is None:
+        model = variant.model_name
+        if self.download and quantize.find(variant) is None:
             base = dataclasses.replace(self.settings, model=quantize.BASE_MODEL, sessions=1)
             FastEmbedder(base, download=True).load()  # the fp32 model, fetched if missing
         try:
