@@ -7,7 +7,8 @@ An issue or task text mixes a title, prose, code samples, tracebacks and error m
   frames of a traceback included, with the function each frame was in (`frames`);
 - `modules`: dotted names that may be modules or qualified names (`core.validators.URLValidator`);
 - `names`: identifiers that look like code (`parse_duration`, `URLValidator`,
-  `FILE_UPLOAD_PERMISSIONS`, `only()`), with how often each is mentioned;
+  `FILE_UPLOAD_PERMISSIONS`, `only()`) or that a code sample imports (`Q` after `from
+  django.db.models import Q`), with how often each is mentioned;
 - `errors`: lines that report an error (`TypeError: ...`);
 - `code`: the fenced, indented and `>>>` blocks and inline `code`;
 - `prose`: the rest, the title first (`title`).
@@ -29,7 +30,12 @@ _PATH = re.compile(
     r"(?<![\w/.-])(?:[A-Za-z]:)?(?:[\w.@+-]+/)*[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,5}"
     r"(?::\d+)?(?![\w/])"
 )
-_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+# a later part may start with a digit: migration modules (`auth.0011_update_proxy_permissions`)
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.\w+)+")
+# `from a.b import C, D as E`: what a code sample imports is named, however short
+_FROM_IMPORT = re.compile(
+    r"^[ \t]*(?:>>>[ \t]*)?from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE
+)
 _IDENT = re.compile(r"(?<![\w$])[A-Za-z_$][\w$]*")
 _INLINE = re.compile(r"`([^`\n]+)`")
 _ERROR = re.compile(
@@ -134,11 +140,12 @@ def parse_task(text: str) -> Task:
         if name.rsplit(".", 1)[-1].lower() not in _CODE_EXT and not name[0].isdigit():
             modules[name] = None
     quoted = {w for chunk in inline for w in _IDENT.findall(chunk)}
+    imported = _imported(text)
     counts: Counter[str] = Counter()
     for m in _IDENT.finditer(unurled):
         word = m.group(0)
         called = unurled[m.end() : m.end() + 1] == "("
-        if looks_like_code_name(word, called=called, quoted=word in quoted):
+        if word in imported or looks_like_code_name(word, called=called, quoted=word in quoted):
             counts[word] += 1
     for f in frames:
         if looks_like_code_name(f.function, called=True):
@@ -152,6 +159,18 @@ def parse_task(text: str) -> Task:
         paths=tuple(paths), frames=frames, modules=tuple(modules),
         names=tuple(counts.most_common()), errors=errors,
     )  # fmt: skip
+
+
+def _imported(text: str) -> set[str]:
+    """The names `from … import …` lines bring in (`Q` from `from django.db.models import
+    Q`; an alias's original name, not the alias)."""
+    out: set[str] = set()
+    for m in _FROM_IMPORT.finditer(text):
+        for item in m.group(1).strip("()").split(","):
+            words = item.split()
+            if words and words[0].isidentifier() and words[0] != "*":
+                out.add(words[0])
+    return out
 
 
 def _is_dotted_name(p: str) -> bool:

@@ -74,3 +74,24 @@ def test_names_symbol_scores_the_symbols_an_issue_names() -> None:
     assert named("Query.select_related, Query.add_fields") == 1.0  # a merged chunk's part
     assert named("Model.__init__") == 0.0  # a dunder in prose names no one in particular
     assert named("QuerySet.filter") == 0.0 and named("") == 0.0
+
+
+def test_what_a_code_sample_imports_is_a_name_however_short() -> None:
+    t = parse_task(
+        "A Q object fails with the | operator\n"
+        ">>> from django.db.models import Q, Count as C  # aliased\n"
+        ">>> Q() | Q(x__in={}.keys())\n"
+        "from app.utils import (fmt,\n    go)\n"
+        "It, too, fails; from here on the prose is not an import list, a, b\n"
+    )
+    names = dict(t.names)
+    assert names["Q"] == 4  # every mention counts once it is imported
+    assert {"Count", "fmt", "go"} <= names.keys()
+    assert "C" not in names and "here" not in names and "a" not in names
+    assert "django.db.models" in t.modules
+
+
+def test_a_dotted_module_part_may_start_with_a_digit() -> None:
+    t = parse_task("Migration auth.0011_update_proxy_permissions fails on Django 2.2")
+    assert "auth.0011_update_proxy_permissions" in t.modules
+    assert not any(m.startswith("2") for m in t.modules)  # a version is not a module
