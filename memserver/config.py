@@ -46,7 +46,7 @@ class IndexSettings:
 @dataclass(frozen=True)
 class EmbeddingSettings:
     model: str = "sentence-transformers/all-MiniLM-L6-v2"  # or "hashing", or "none"
-    batch_tokens: int = 1024
+    batch_tokens: int = 256
     threads: int = 0  # 0: ONNX Runtime decides (one per session with several sessions)
     sessions: int = 2  # model sessions embedding side by side while indexing (≤ cores)
     query_threads: int = 1

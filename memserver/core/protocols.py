@@ -30,7 +30,12 @@ class Embedder(Protocol):
     name: str
     dim: int
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def embed_documents(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> list[list[float]]:
+        """Vectors in the order of `texts`; `progress`, when given, is told how many are
+        done as they are (in the caller's thread), so one call can cover a large batch."""
+        ...
 
     def embed_query(self, text: str) -> list[float]: ...
 

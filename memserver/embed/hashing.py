@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memserver.text.terms import words
 
@@ -27,8 +27,13 @@ class HashingEmbedder:
         norm = math.sqrt(sum(v * v for v in vec)) or 1.0
         return [v / norm for v in vec]
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._embed(t) for t in texts]
+    def embed_documents(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> list[list[float]]:
+        out = [self._embed(t) for t in texts]
+        if progress is not None and out:
+            progress(len(out))
+        return out
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
