@@ -4,8 +4,8 @@ A task description (an issue: a title, prose, a traceback, a code sample) is abo
 files. Ranking its chunks one by one lets one file's many chunks, or its test module, fill
 the answer. So a long query ranks files, from five signals, each scaled to its best file:
 
-- `file`: BM25 over whole files (the file-level keyword index), the query's words counted as
-  often as it says them, the title's `title_weight` times more;
+- `file`: BM25 over whole files (the file-level keyword index), each of the query's words
+  weighted by the square root of how often it says it, the title's `title_weight` more;
 - `chunk`: the best BM25 score of any of the file's chunks for the same words;
 - `names`: the definitions the query names (`URLValidator`, `parse_duration()`), each name
   shared out over the files that define it (a name defined in one file points there);
@@ -22,6 +22,7 @@ swebench`); the sum of scaled scores beat reciprocal-rank fusion there (file Acc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -52,17 +53,26 @@ class FileRank:
     signals: Mapping[str, float]  # each signal's share, scaled (what `explain` shows)
 
 
-def weighted_terms(task: Task, text: str, title_weight: float) -> list[tuple[str, float]]:
-    """Each analysed word of `text` with how often it occurs, plus `title_weight` times its
-    count in the title; stop words and single characters left out."""
-    counts: dict[str, float] = {}
+def weighted_terms(task: Task, text: str, title_weight: float,
+                   tf: Callable[[int], float] = math.sqrt) -> list[tuple[str, float]]:  # fmt: skip
+    """Each analysed word of `text` weighted by the square root of how often it occurs, plus
+    `title_weight` times its count in the title; stop words and single characters left out.
+
+    The square root keeps a word that a pasted model or traceback repeats twenty times from
+    outweighing the rest of the issue. On the 215 DEV issues that read as task descriptions
+    (keyword only, the ranked files), file Acc@1/3/5/10 went from 58.1/75.8/82.3/90.2 with
+    raw counts to 59.1/77.7/84.2/92.1; leave-one-release-out among raw counts, square root,
+    1 + log and presence, with title weights 0, 2 and 4, chose the square root and 4 in
+    8 of 9 folds. `tf=float` gives the raw counts (see `longquery.retrieve_long`)."""
+    counts: dict[str, int] = {}
     for word in analysed(text).split():
         if len(word) > 1 and word not in QUERY_STOP_WORDS:
-            counts[word] = counts.get(word, 0.0) + 1.0
+            counts[word] = counts.get(word, 0) + 1
+    weights = {word: tf(n) for word, n in counts.items()}
     for word in analysed(task.title).split():
-        if word in counts:
-            counts[word] += title_weight
-    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if word in weights:
+            weights[word] += title_weight
+    return sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def names_symbol(task: Task) -> Callable[[str], float]:

@@ -84,15 +84,18 @@ def retrieve_long(
     assert task is not None
     mask, mmask = masks
     terms = weighted_terms(task, plan.query, s.title_weight)
+    # files by square roots (`weighted_terms`), a file's chunks by raw counts: a word the
+    # issue repeats names the function to change more often than the file (DEV issues,
+    # keyword only: function Acc@10 57.1 this way, 54.7 with square roots for both)
+    counted = weighted_terms(task, plan.query, s.title_weight, tf=float)
     depth = s.long_candidates
     ranked: dict[str, Ranked] = {}
     weights: dict[str, float] = {}
     via: Via = {}
-    # one keyword search serves the arm (its first `depth`) and the order within files
+    widen = 5 if mask is not None else 1
     deep = max(depth, s.within_file_candidates)
-    hits = _allowed(snap, keyword.search_weighted(terms, deep * 5 if mask is not None else deep),
-                    mask)  # fmt: skip
-    ranked["bm25"] = hits[:depth]
+    hits = _allowed(snap, keyword.search_weighted(counted, deep * widen), mask)
+    ranked["bm25"] = _allowed(snap, keyword.search_weighted(terms, depth * widen), mask)[:depth]
     weights["bm25"] = 1.0
     dense_rows: list[tuple[int, float]] = []
     for i, qv in enumerate(qvs):
@@ -135,7 +138,7 @@ def retrieve_long(
     evidence = _spread(
         snap,
         keyword,
-        terms,
+        counted,
         files,
         fused,
         via,

@@ -268,3 +268,13 @@ def test_a_map_lists_more_places_for_its_first_files_best_first(functions) -> No
     assert len(first.symbols) == min(PLACES[0], 3)  # the module's three functions, up to PLACES
     for i, f in enumerate(result.files):
         assert len(f.symbols) <= (PLACES[i] if i < len(PLACES) else 1)
+
+
+def test_a_long_querys_words_weigh_the_square_root_of_how_often_it_says_them() -> None:
+    from memserver.retrieve.files import weighted_terms
+    from memserver.text.task import parse_task
+
+    text = "Lexer drops a token\n" + "token " * 15 + "then the parser stops"
+    weights = dict(weighted_terms(parse_task(text), text, 4.0))
+    assert weights["token"] == 4.0 + 4.0  # said 16 times (once in the title): 4, plus 4
+    assert weights["parser"] == 1.0 and weights["lexer"] == 1.0 + 4.0
