@@ -168,7 +168,7 @@ def _imported(text: str) -> set[str]:
     for m in _FROM_IMPORT.finditer(text):
         for item in m.group(1).strip("()").split(","):
             words = item.split()
-            if words and words[0].isidentifier() and words[0] != "*":
+            if words and words[0].isidentifier():  # not `*`
                 out.add(words[0])
     return out
 
