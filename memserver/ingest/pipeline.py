@@ -499,6 +499,8 @@ class Indexer:
         report.chunks_total = store.chunks.count_current()
         if optimize and (report.chunks_added or report.chunks_removed or report.chunks_embedded):
             store.maintain_after_run(self.keep_versions)
+        elif optimize:  # an index from before the graph's lookup indexes gets them now
+            store.graph.ensure_indexes()
         store.finish_run(*self.git, self.chunker_id)
         report.seconds = time.monotonic() - started
         return report

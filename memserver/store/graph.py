@@ -72,6 +72,16 @@ class GraphRows:
         self.symbols = symbols
         self.refs = refs
 
+    def ensure_indexes(self) -> None:
+        """B-trees on what reads and writes filter by: a definition's name (recall's graph
+        arm, `symbol`) and a version (closing, reopening and loading a file's rows). Without
+        them each such read scans every stored version: on Django's nine releases in one
+        index (347k symbol rows) the graph arm of a short query took 117-138 ms, with them
+        36-39 ms."""
+        with lance_errors("index the code graph's names and versions"):
+            ldb.ensure_lookup_indexes(self.symbols, ("name", "version"))
+            ldb.ensure_lookup_indexes(self.refs, ("version",))
+
     # -- writes (through IndexStore) ----------------------------------------------------
 
     def insert(self, graphs: Sequence[FileGraph]) -> None:

@@ -393,6 +393,24 @@ def create_vector_index(table: Table) -> None:
     table.create_index("id", replace=True, config=BTree())
 
 
+def ensure_lookup_indexes(table: Table, columns: Sequence[str]) -> list[str]:
+    """A B-tree on each of `columns` that has none yet (a table with rows only); return the
+    columns indexed now. A filter on an indexed column reads only its matching rows, and
+    rows added later are scanned beside the index until `optimize` folds them in, so
+    results never change, only their cost."""
+    from lancedb.index import BTree
+
+    if count(table) == 0:
+        return []
+    have = {c for ix in table.list_indices() for c in ix.columns}
+    done = []
+    for column in columns:
+        if column not in have:
+            table.create_index(column, replace=True, config=BTree())
+            done.append(column)
+    return done
+
+
 def ann_search(
     table: Table, qv: np.ndarray, k: int, *, where: str | None, nprobes: int, refine: int
 ) -> list[tuple[str, float]]:

@@ -11,6 +11,7 @@ import pytest
 from indexers.treesitter.tags import extract_tags
 from memserver.core.errors import StoreError
 from memserver.core.graph import file_version
+from memserver.core.types import IndexReport
 from memserver.engine import Engine
 from memserver.store.index import IndexStore
 from tests.conftest import write_tree
@@ -102,6 +103,33 @@ def test_a_changed_file_closes_its_version_and_a_reverted_one_reopens_it(repo: P
     engine.index()
     assert "pkg/util.py" not in _current(store)
     assert not store.needs_reconcile()
+
+
+def _indexed(table) -> set[str]:
+    return {c for ix in table.list_indices() for c in ix.columns}
+
+
+def test_names_and_versions_are_indexed_and_rows_written_after_are_still_found(
+    repo: Path,
+) -> None:
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    assert {"name", "version"} <= _indexed(store.graph.symbols)
+    assert "version" in _indexed(store.graph.refs)
+    before = {d.path for f in store.graph.named(["backoff"]) for d in f.tags.definitions}
+    assert before == {"pkg/util.py"}
+    # a new definition of the name and a changed file, written without folding them into
+    # the indexes (the watcher's batches): the filtered reads see the new rows and not the
+    # closed ones
+    (repo / "pkg/retry.py").write_text("def backoff(request):\n    return None\n")
+    (repo / "pkg/util.py").write_text("def jitter():\n    return 0\n")
+    report = IndexReport(root=str(repo), index_dir=str(engine.index_dir))
+    engine.run_index(store, engine.walk(), report, git=("", ""), optimize=False)
+    assert report.files_indexed == 2
+    found = {(d.path, d.name) for f in store.graph.named(["backoff", "jitter"])
+             for d in f.tags.definitions}  # fmt: skip
+    assert found == {("pkg/retry.py", "backoff"), ("pkg/util.py", "jitter")}
 
 
 def test_reconcile_drops_half_written_versions_and_re_indexes_a_file_whose_graph_is_gone(
