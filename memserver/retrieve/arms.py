@@ -153,7 +153,8 @@ def _graph_specs(plan: QueryPlan, s: RecallSettings) -> list[ArmSpec]:
 
 
 @cache
-def _keyword_pool() -> ThreadPoolExecutor:
+def keyword_pool() -> ThreadPoolExecutor:
+    """The threads keyword searches run on side by side (recall's arms, a long query's)."""
     return ThreadPoolExecutor(max_workers=4, thread_name_prefix="memserver-bm25")
 
 
@@ -173,7 +174,7 @@ def run_arms(
     started: dict[tuple[tuple[str, ...], str], Future[tuple[Ranked, Via]]] = {}
     for sp in specs:
         if sp.kind == "bm25" and not sp.dated and (sp.terms, sp.view) not in started:
-            started[sp.terms, sp.view] = _keyword_pool().submit(
+            started[sp.terms, sp.view] = keyword_pool().submit(
                 _bm25, keyword, snap, sp.terms, sp.view, mask, sp.depth, mmask
             )
     dated = time_mask(snap, plan.dates, mask) if plan.dates else None

@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from memserver.core.protocols import KeywordIndex, Snapshot
+from memserver.core.protocols import Snapshot
 from memserver.retrieve.roles import CODE, DOC, TEST, Roles
 from memserver.text.task import Task
 from memserver.text.terms import QUERY_STOP_WORDS, analysed
@@ -126,17 +126,19 @@ def _suffix_files(snap: Snapshot, wanted: Sequence[str]) -> dict[str, list[str]]
     ends with its longest suffix that any file ends with."""
     by_name = _files_by_name(snap)
     out: dict[str, list[str]] = {}
-    for w in wanted:
+    for w in dict.fromkeys(wanted):
         parts = [x for x in w.replace("\\", "/").split("/") if x and x not in (".", "..")]
         if not parts:
             continue
-        candidates = by_name.get(parts[-1], [])
-        for j in range(len(parts)):
-            suffix = "/".join(parts[j:])
-            hits = [p for p in candidates if _ends_with(p, suffix)]
-            if hits:
-                out[w] = hits
-                break
+        best, hits = 0, []
+        for p in by_name.get(parts[-1], []):
+            n = _shared_tail(p, parts)
+            if n > best:
+                best, hits = n, [p]
+            elif n == best and n:
+                hits.append(p)
+        if hits:
+            out[w] = hits
     return out
 
 
@@ -164,13 +166,21 @@ def _files_by_name(snap: Snapshot) -> dict[str, list[str]]:
     return by_name
 
 
-def _ends_with(path: str, suffix: str) -> bool:
-    """`path` ends with `suffix` at a `/`, allowing the extension (or `/__init__.*`) off."""
-    for p in (path, path.rsplit(".", 1)[0], path.rsplit("/", 1)[0] if
-              path.rsplit("/", 1)[-1].startswith("__init__.") else None):  # fmt: skip
-        if p and (p == suffix or p.endswith("/" + suffix)):
-            return True
-    return False
+def _shared_tail(path: str, parts: Sequence[str]) -> int:
+    """How many of `parts`, from the last, `path` ends with (at a `/`), allowing its
+    extension (or `/__init__.*`) off: the longest suffix of a wanted path it matches."""
+    name = path.rsplit("/", 1)[-1]
+    forms = [path, path.rsplit(".", 1)[0]]
+    if name.startswith("__init__.") and "/" in path:
+        forms.append(path.rsplit("/", 1)[0])
+    best = 0
+    for form in forms:
+        tail = form.split("/")
+        n = 0
+        while n < len(parts) and n < len(tail) and tail[-1 - n] == parts[-1 - n]:
+            n += 1
+        best = max(best, n)
+    return best
 
 
 def _module_paths(modules: Sequence[str]) -> list[str]:
@@ -184,20 +194,21 @@ def _module_paths(modules: Sequence[str]) -> list[str]:
 
 
 def file_signals(
-    snap: Snapshot, files_index: KeywordIndex | None, terms: Sequence[tuple[str, float]],
-    task: Task, chunk_hits: Sequence[tuple[str, float]], dense_hits: Sequence[tuple[int, float]],
-    *, depth: int, allowed: set[str] | None,
+    snap: Snapshot, file_hits: Sequence[tuple[str, float]], task: Task,
+    chunk_hits: Sequence[tuple[str, float]], dense_hits: Sequence[tuple[int, float]],
+    *, allowed: set[str] | None,
 ) -> dict[str, dict[str, float]]:  # fmt: skip
-    """Each signal's raw score per file (files outside `allowed`, when given, left out)."""
+    """Each signal's raw score per file (files outside `allowed`, when given, left out), from
+    the file-level keyword index's hits (path, score) for the `weighted_terms`, the chunk
+    arms' and the task's names and paths."""
     out: dict[str, dict[str, float]] = {s: {} for s in SIGNALS}
 
     def ok(path: str) -> bool:
         return allowed is None or path in allowed
 
-    if files_index is not None:
-        for path, score in files_index.search_weighted(terms, depth, view="file"):
-            if ok(path):
-                out["file"][path] = score
+    for path, score in file_hits:
+        if ok(path):
+            out["file"][path] = score
     for row, (_, score) in zip(snap.rows_of([cid for cid, _ in chunk_hits]), chunk_hits,
                                strict=True):  # fmt: skip
         where = snap.path_at(row) if row is not None else None

@@ -247,9 +247,9 @@ def test_a_named_symbol_counts_within_its_file_by_the_name_weight(functions) -> 
     def order(weight: float) -> list[str]:
         words = dict(functions.keyword.search_weighted(terms, 100))  # the keyword arm's
         candidates = [Fused(cid, 0.0, ("bm25",)) for cid in words]
-        chunks = _within_file(snap, functions.keyword, terms, "lib/redirects.py",
-                              [c for c in candidates if c.id in mine], None, 10, words,
-                              names_symbol(parse_task(PASSING)), weight)  # fmt: skip
+        chunks = _within_file(snap, "lib/redirects.py", [c for c in candidates if c.id in mine],
+                              None, 10, words, [], names_symbol(parse_task(PASSING)),
+                              weight)  # fmt: skip
         return [snap.symbol_at(r) for r in snap.rows_of([c.id for c in chunks]) if r is not None]
 
     plain, heavy = order(0.0), order(10.0)
@@ -278,3 +278,42 @@ def test_a_long_querys_words_weigh_the_square_root_of_how_often_it_says_them() -
     weights = dict(weighted_terms(parse_task(text), text, 4.0))
     assert weights["token"] == 4.0 + 4.0  # said 16 times (once in the title): 4, plus 4
     assert weights["parser"] == 1.0 and weights["lexer"] == 1.0 + 4.0
+
+
+def test_a_likely_file_the_keyword_hits_missed_is_searched_within(tmp_path) -> None:
+    """With room for one keyword hit, the second file (ranked by its whole text) still
+    opens on its chunk the task describes, not on its first one."""
+    from dataclasses import replace
+
+    from memserver.engine import Engine
+
+    body = "\n".join(f"    value_{n} = {n}" for n in range(8))
+    tree = {
+        "lib/winner.py": "def parse_header_folding(header):\n    # header folding parse"
+        " header folding continuation lines header\n    return header.replace('\\n ', ' ')\n",
+        "lib/big.py": (
+            f"def alpha():\n{body}\n    return value_1\n\n\n"
+            f"def beta():\n{body}\n    return value_2\n\n\n"
+            "def unfold(raw):\n    # continuation lines of a folded header are joined\n"
+            "    return raw.replace('\\r\\n ', ' ')\n"
+        ),
+    }
+    for n in range(6):
+        tree[f"lib/other_{n}.py"] = f"def other_{n}():\n    return {n}\n"
+    root = write_tree(tmp_path / "repo", tree)
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    recaller = engine.recaller(rerank=False)
+    recaller.settings = replace(recaller.settings, long_candidates=1, within_file_candidates=1)
+    issue = (
+        "Header folding: continuation lines are not joined when parsing a folded header\n"
+        "When a mail or HTTP message header is folded over several continuation lines, "
+        "the parser keeps the raw carriage return and line feed breaks instead of joining "
+        "each continuation line into one value. Expected: a folded header reads back as "
+        "a single line with one space where every break was, as the RFC describes for "
+        "unstructured fields."
+    )
+    result = recaller.recall(issue)
+    assert result.evidence and result.evidence[0].path == "lib/winner.py"
+    first_of_big = next(e for e in result.evidence if e.path == "lib/big.py")
+    assert first_of_big.symbol == "unfold"
