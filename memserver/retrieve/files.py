@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from memserver.core.protocols import Snapshot
 from memserver.retrieve.roles import CODE, DOC, TEST, Roles
 from memserver.text.task import Task
-from memserver.text.terms import QUERY_STOP_WORDS, analysed
+from memserver.text.terms import QUERY_STOP_WORDS, analysed, whole_words
 
 __all__ = [
     "SIGNALS",
@@ -103,8 +103,11 @@ def about_tests_or_docs(task: Task) -> frozenset[str]:
 
 
 def asked_roles(text: str) -> frozenset[str]:
-    """The roles (TEST, DOC) a short text asks about, unless it speaks of a failure."""
-    words = set(analysed(text).split())
+    """The roles (TEST, DOC) a short text asks about, unless it speaks of a failure. Its
+    words as written decide, not the parts of its identifiers: an issue titled
+    `LiveServerTestCase's ThreadedWSGIServer doesn't close …` is about a server class (on
+    the DEV issues, the one answer with a test file first when the fix was in code)."""
+    words = whole_words(text)
     asked = set()
     if words & _FAILURE:
         return frozenset()

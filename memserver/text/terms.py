@@ -40,6 +40,12 @@ def words(text: str) -> list[str]:
     return out
 
 
+def whole_words(text: str) -> set[str]:
+    """The words and identifiers of `text` as written, lower-cased, not split:
+    `LiveServerTestCase` is one word here, not `live server test case`."""
+    return {token.lower() for token in _TOKEN.findall(text)}
+
+
 def analysed(text: str) -> str:
     """Text for the split-identifier BM25 field: whole identifiers lowered, plus their parts."""
     out: list[str] = []

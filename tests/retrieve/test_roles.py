@@ -50,3 +50,22 @@ def test_tests_by_their_code() -> None:
     assert content_is_test("describe('button', () => {\n  it('renders', () => {})\n  it('x', f)\n")
     assert not content_is_test("def parse(line):\n    return line.split()\n")
     assert not content_is_test("def test_connection(self):\n    return self.ping()\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("Add tests for the URL validator", {"test"}),
+        ("TestCase.setUpTestData() docs are out of date", {"test", "doc"}),
+        ("Typo in the docs of QuerySet.update()", {"doc"}),
+        # a class whose name holds the word is not a question about tests
+        ("LiveServerTestCase's ThreadedWSGIServer doesn't close database connections", set()),
+        ("test_client keeps cookies across redirects", set()),
+        # a failing test is about the code under test
+        ("Tests failing on Python 3.10 after the upgrade", set()),
+    ],
+)
+def test_the_roles_a_title_asks_about_come_from_its_words(text: str, asked: set[str]) -> None:
+    from memserver.retrieve.files import asked_roles
+
+    assert set(asked_roles(text)) == asked
