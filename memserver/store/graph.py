@@ -74,7 +74,7 @@ class GraphRows:
 
     def ensure_indexes(self) -> None:
         """B-trees on what reads and writes filter by: a definition's name (recall's graph
-        arm, `symbol`) and a version (closing, reopening and loading a file's rows). Without
+        arm) and a version (closing, reopening and loading a file's rows). Without
         them each such read scans every stored version: on Django's nine releases in one
         index (347k symbol rows) the graph arm of a short query took 117-138 ms, with them
         36-39 ms."""

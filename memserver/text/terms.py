@@ -20,11 +20,11 @@ def split_identifier(token: str) -> list[str]:
     return list(_split(token))
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)
 def _split(token: str) -> tuple[str, ...]:
     """Identifiers repeat (in a file, in a repository, in an issue's traceback): analysing
-    1.7 MB of Django's code took 0.52 s splitting each anew, 0.22 s remembering the last
-    65,536."""
+    1.7 MB of Django's code (9,200 distinct tokens) took 0.52 s splitting each anew, 0.22 s
+    remembering the last 16,384 (about 4 MB when full)."""
     parts: list[str] = []
     for piece in token.split("_"):
         if piece:
