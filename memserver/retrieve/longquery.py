@@ -208,10 +208,11 @@ def _spread(
     scores `words`), files in rank order, then dealt out: a file's n-th chunk scores its
     file's score times `decay`**n (0: every file's first chunk before any second one); the
     first `limit` items become evidence."""
+    words = words or {}
     rank = {f.path: i for i, f in enumerate(files)}
     per_file: dict[str, list[Fused]] = {f.path: [] for f in files}
     seen = {c.id for c in fused}
-    deeper = [Fused(cid, 0.0, ("bm25",)) for cid in (words or {}) if cid not in seen]
+    deeper = [Fused(cid, 0.0, ("bm25",)) for cid in words if cid not in seen]
     everyone = [*fused, *deeper]
     rows = snap.rows_of([c.id for c in everyone])
     for c, row in zip(everyone, rows, strict=True):
@@ -219,7 +220,6 @@ def _spread(
             path = snap.path_at(row)
             if path in per_file:
                 per_file[path].append(c)
-    words = words or {}
     # a file no keyword hit reached (found by its name or as a whole) gets its chunks by a
     # keyword search within it: those searches side by side
     pool = arms.keyword_pool()

@@ -132,6 +132,24 @@ def test_names_and_versions_are_indexed_and_rows_written_after_are_still_found(
     assert found == {("pkg/retry.py", "backoff"), ("pkg/util.py", "jitter")}
 
 
+def test_an_index_without_the_lookup_indexes_gets_them_from_a_run_that_changes_nothing(
+    repo: Path,
+) -> None:
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    for table in (store.graph.symbols, store.graph.refs):  # as an older release left it
+        for ix in table.list_indices():
+            table.drop_index(ix.name)
+    assert not _indexed(store.graph.symbols) and not _indexed(store.graph.refs)
+    util = repo / "pkg/util.py"
+    util.write_text(util.read_text())  # a new mtime, the same content: nothing to re-index
+    report = engine.index()
+    assert report.chunks_added == 0 and report.chunks_removed == 0
+    assert {"name", "version"} <= _indexed(store.graph.symbols)
+    assert "version" in _indexed(store.graph.refs)
+
+
 def test_reconcile_drops_half_written_versions_and_re_indexes_a_file_whose_graph_is_gone(
     repo: Path,
 ) -> None:
