@@ -3,6 +3,8 @@
 Usage:
   python benchmarks/embed_throughput.py CORPUS [CORPUS ...] [--work DIR] [--sample 600]
       [--batch-sizes 1 4 16 64 256] [--threads 1 2] [--index-dir DIR] [--json]
+      [--model NAME]   (default sentence-transformers/all-MiniLM-L6-v2; an int8 copy's
+                        name, e.g. memserver's default, measures that copy throughout)
 
 Set FASTEMBED_CACHE_PATH (and HF_HUB_OFFLINE=1) first. Per corpus:
 
@@ -204,17 +206,26 @@ def padding(counts: Sequence[int], batch: int) -> float:
     return round(padded / max(1, sum(counts)), 3)
 
 
-def model_alone(texts: list[str], counts: list[int], threads: Sequence[int],
-                batches: Sequence[int]) -> list[dict[str, Any]]:  # fmt: skip
+def text_embedding(threads: int) -> Any:
+    """fastembed's own `TextEmbedding` for MODEL (an int8 copy through `embed.quantize`)."""
     from fastembed import TextEmbedding
 
+    from memserver.embed import quantize
+
+    if quantize.variant_of(MODEL) is not None:
+        return quantize.load(MODEL, threads=threads, source_cache=cache_dir())
+    return TextEmbedding(MODEL, cache_dir=str(cache_dir()), threads=threads)
+
+
+def model_alone(texts: list[str], counts: list[int], threads: Sequence[int],
+                batches: Sequence[int]) -> list[dict[str, Any]]:  # fmt: skip
     tokens = sum(counts)
     order = sorted(range(len(texts)), key=lambda i: counts[i])
     by_len = [texts[i] for i in order]
     by_len_counts = [counts[i] for i in order]
     rows = []
     for t in threads:
-        model = TextEmbedding(MODEL, cache_dir=str(cache_dir()), threads=t)
+        model = text_embedding(t)
         list(model.embed(texts[:8], batch_size=8))  # session warm-up
         for b in batches:
             for name, items, cnt in (("as sampled", texts, counts),
@@ -237,11 +248,9 @@ def parallel_sessions(texts: list[str], counts: list[int], sessions: int = 2,
     threads (onnxruntime releases the GIL): both cores busy without intra-op syncing."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from fastembed import TextEmbedding
-
     order = sorted(range(len(texts)), key=lambda i: counts[i])
     batches = [[texts[i] for i in order[j : j + batch]] for j in range(0, len(order), batch)]
-    models = [TextEmbedding(MODEL, cache_dir=str(cache_dir()), threads=1) for _ in range(sessions)]
+    models = [text_embedding(1) for _ in range(sessions)]
     for m in models:
         embed_all(m, texts[:8], 8)
 
@@ -387,8 +396,11 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=600, help="texts per in-process measurement")
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 4, 16, 64, 256])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--model", default=MODEL, help="the embedding model (an int8 copy's name too)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    global MODEL
+    MODEL = args.model
     if args.index_dir and len(args.corpora) != 1:
         sys.exit("--index-dir goes with exactly one corpus")
     counter = Counter()

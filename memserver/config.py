@@ -20,6 +20,10 @@ from memserver.core.errors import ConfigError
 from memserver.core.types import ChunkOptions, WalkOptions
 from memserver.llm.settings import LlmSettings
 
+FP32_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# the default: an int8 copy of FP32_MODEL, made locally from it (memserver/embed/quantize.py)
+DEFAULT_MODEL = "memserver/all-MiniLM-L6-v2-int8-dyn-matmul-pc-no-ffn-out"
+
 
 @dataclass(frozen=True)
 class IndexSettings:
@@ -45,7 +49,7 @@ class IndexSettings:
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
-    model: str = "sentence-transformers/all-MiniLM-L6-v2"  # or "hashing", or "none"
+    model: str = DEFAULT_MODEL  # a fastembed model name, or "hashing", or "none"
     batch_tokens: int = 256
     threads: int = 0  # 0: ONNX Runtime decides (one per session with several sessions)
     sessions: int = 2  # model sessions embedding side by side while indexing (≤ cores)
@@ -76,9 +80,10 @@ class RecallSettings:
     turn_continuations: int = 2
     date_weight: float = 1.0
     rerank_candidates: int = 30
-    gate_weights: tuple[float, ...] = (18.4196, 14.5424, 3.9074, 1.2029, -5.2954)
-    gate_bias: float = -16.1027
-    gate_threshold: float = 0.6305
+    # the default model's (retrieve/gate.py FITTED_GATES has the other models')
+    gate_weights: tuple[float, ...] = (16.3161, 16.9728, 2.6862, 2.1261, -4.4498)
+    gate_bias: float = -16.5919
+    gate_threshold: float = 0.5903
     ann_min_rows: int = 20_000  # from this many chunks on: ANN index, lean recall view
     ann_nprobes: int = 20
     ann_probe_factor: float = 5.4

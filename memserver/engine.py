@@ -21,6 +21,7 @@ from memserver.core.ids import content_hash
 from memserver.core.protocols import LLM, CodeGraph, Distiller, Embedder, Progress, Reranker
 from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
 from memserver.embed import embedder_identity, make_embedder
+from memserver.retrieve.gate import gate_for
 from memserver.store import statecache
 from memserver.store.meta import read_meta
 
@@ -88,6 +89,10 @@ class Engine:
             settings = dataclasses.replace(
                 settings, embedding=dataclasses.replace(settings.embedding, model=meta.embedder)
             )
+        # the answerability gate fitted for that model (its cosines are the gate's signals)
+        settings = dataclasses.replace(
+            settings, recall=gate_for(settings.recall, settings.embedding.model)
+        )
         self.settings: Settings = settings
         self.project = (meta.project if meta else "") or settings.project.name or self.root.name
         self.env = env

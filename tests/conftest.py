@@ -19,7 +19,8 @@ _HOMES = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STA
 @pytest.fixture(autouse=True, scope="session")
 def isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every test (and module fixture) runs with a fresh home and config folders and none
-    of the caller's MEMSERVER_* or Anthropic variables; the model cache variables stay."""
+    of the caller's MEMSERVER_* or Anthropic variables; the model cache variables stay,
+    and the int8 copy of the model is made in one folder for the run."""
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp:
         for name in _HOMES:
@@ -27,6 +28,11 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         for name in list(os.environ):
             if name.startswith(_CLEARED_PREFIXES) or name in _CLEARED:
                 mp.delenv(name)
+        # the default model's int8 copy, made once for the whole run (all workers) from
+        # the fp32 model in the cache, not once per fresh home
+        run = tmp_path_factory.getbasetemp()
+        run = run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run  # the workers' run
+        mp.setenv("MEMSERVER_MODEL_CACHE", str(run / "copies"))
         yield
 
 

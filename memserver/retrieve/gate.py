@@ -10,20 +10,36 @@ Signals (all computed from what recall already has, no extra model call):
 - margin: how far the best dense score stands above the tenth.
 A logistic model over these gives `confidence`; `found` is confidence ≥ the
 threshold. Weights are fitted on the DEV code bench (`memserver eval code
---calibrate`) and live in the config, so they can be refitted without code.
+--calibrate`) per embedding model (the dense signals are that model's cosines): the
+config's gate is the default model's, and an index built by another model whose gate
+was fitted gets that one (`gate_for`) unless the config sets a gate of its own.
 Expansions never feed the gate: only original-route signals do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from memserver.config import DEFAULT_MODEL, FP32_MODEL, RecallSettings
 from memserver.text.terms import words
 
 FEATURES = ("dense", "memory", "coverage", "agree", "margin")
+
+Gate = tuple[tuple[float, ...], float, float]  # (weights over FEATURES, bias, threshold)
+
+# The gate fitted for each model on the DEV code bench (`memserver eval code --calibrate`,
+# false abstention at most 1.5 % on the fitting queries). The int8 copy's is the config's
+# default (configs/default.toml says what it gave); the fp32 model's kept abstention at
+# 0.909 with 0.016 false on the same queries.
+FITTED_GATES: dict[str, Gate] = {
+    FP32_MODEL: ((18.4196, 14.5424, 3.9074, 1.2029, -5.2954), -16.1027, 0.6305),
+    DEFAULT_MODEL: (RecallSettings.gate_weights, RecallSettings.gate_bias,
+                    RecallSettings.gate_threshold),
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +61,21 @@ def coverage(content_words: Sequence[str], text: str) -> float:
     stems = {w[:5] for w in have}
     hit = sum(1 for w in content_words if w in have or w[:5] in stems)
     return hit / len(content_words)
+
+
+def gate_for(settings: RecallSettings, model: str) -> RecallSettings:
+    """`settings` with the gate fitted for `model`, when there is one and the settings hold
+    the default gate (a gate set in the config or the environment is kept as it is)."""
+    fitted = FITTED_GATES.get(model)
+    default = RecallSettings()
+    mine = (settings.gate_weights, settings.gate_bias, settings.gate_threshold)
+    if fitted is None or mine != (default.gate_weights, default.gate_bias,
+                                  default.gate_threshold):  # fmt: skip
+        return settings
+    weights, bias, threshold = fitted
+    return dataclasses.replace(
+        settings, gate_weights=weights, gate_bias=bias, gate_threshold=threshold
+    )
 
 
 def confidence(signals: GateSignals, weights: Sequence[float], bias: float) -> float:

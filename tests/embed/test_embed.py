@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memserver.config import EmbeddingSettings
+from memserver.config import DEFAULT_MODEL, FP32_MODEL, EmbeddingSettings
 from memserver.core.errors import ModelUnavailable
 from memserver.embed import embedder_identity, make_embedder
 from memserver.embed.hashing import HashingEmbedder
@@ -47,7 +47,8 @@ def test_two_sessions_give_the_vectors_of_one_in_input_order() -> None:
 
 
 def test_identity_needs_no_model() -> None:
-    assert embedder_identity(EmbeddingSettings()) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
+    assert embedder_identity(EmbeddingSettings()) == (DEFAULT_MODEL, 384)
+    assert embedder_identity(EmbeddingSettings(model=FP32_MODEL)) == (FP32_MODEL, 384)
     assert embedder_identity(EmbeddingSettings(model="none")) == ("none", 0)
     assert make_embedder(EmbeddingSettings(model="none")) is None
 
@@ -69,7 +70,8 @@ def test_missing_model_offline_fails_fast_with_the_fix(tmp_path: Path) -> None:
         "except ModelUnavailable as e:\n"
         "    print('HINT', e.hint)\n"
     )
-    env = {**os.environ, "FASTEMBED_CACHE_PATH": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "FASTEMBED_CACHE_PATH": str(tmp_path), "HF_HUB_OFFLINE": "1",
+           "MEMSERVER_MODEL_CACHE": str(tmp_path / "copies")}  # fmt: skip
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )

@@ -34,6 +34,7 @@ def no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     empty = tmp_path / "empty-cache"
     empty.mkdir()
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(empty))
+    monkeypatch.setenv("MEMSERVER_MODEL_CACHE", str(tmp_path / "no-copies"))  # nor its int8 copy
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return empty
 
@@ -99,6 +100,7 @@ def test_recall_degrades_to_keywords_when_the_model_goes_missing(
     empty = tmp_path / "empty-cache"
     empty.mkdir()
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(empty))
+    monkeypatch.setenv("MEMSERVER_MODEL_CACHE", str(tmp_path / "no-copies"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     result = Engine(root, None, env={}).recaller().recall("RetryPolicy delays backoff")
     assert result.degraded.startswith("keyword search only") and str(empty) in result.degraded

@@ -126,7 +126,7 @@ def _ask(engine: Engine, query: str) -> RecallResult:
 def test_what_another_speaker_did_is_held_back(chat: Engine) -> None:
     threshold = chat.settings.recall.gate_threshold
     trap = _ask(chat, "What did Ben realize after his charity race?")
-    assert not trap.found and trap.confidence <= threshold / 2
+    assert not trap.found and trap.confidence <= round(threshold / 2, 4)  # as results round
     asked = _ask(chat, "What did Ana realize after her charity race?")
     assert asked.confidence > threshold / 2
     assert asked.evidence[0].symbol in {"T1", "T3"}

@@ -5,10 +5,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from memserver.config import DEFAULT_MODEL, FP32_MODEL, RecallSettings
+from memserver.engine import Engine
 from memserver.eval.calibrate import calibrate, pick_threshold
 from memserver.eval.code import Outcome
-from memserver.retrieve.gate import GateSignals, confidence, coverage
-from tests.conftest import requires_model
+from memserver.retrieve.gate import FITTED_GATES, GateSignals, confidence, coverage, gate_for
+from tests.conftest import requires_model, write_tree
 
 
 def outcome(qid: str, answerable: bool, dense: float) -> Outcome:
@@ -45,6 +47,28 @@ def test_coverage_and_confidence() -> None:
     low = confidence(GateSignals(dense=0.1), [10, 0, 0, 0, 0], -5)
     high = confidence(GateSignals(dense=0.9), [10, 0, 0, 0, 0], -5)
     assert 0.0 <= low < 0.5 < high <= 1.0
+
+
+def test_each_model_gets_the_gate_fitted_for_its_vectors_unless_the_config_sets_one() -> None:
+    default = RecallSettings()
+    assert gate_for(default, DEFAULT_MODEL) == default
+    fp32 = gate_for(default, FP32_MODEL)
+    assert (fp32.gate_weights, fp32.gate_bias, fp32.gate_threshold) == FITTED_GATES[FP32_MODEL]
+    assert fp32.gate_weights != default.gate_weights
+    assert gate_for(default, "hashing") == default  # no fitted gate: the config's
+    mine = RecallSettings(gate_threshold=0.8)
+    assert gate_for(mine, FP32_MODEL) == mine
+
+
+def test_an_engine_on_the_fp32_model_uses_its_gate_and_a_configured_gate_wins(
+    tmp_path: Path,
+) -> None:
+    root = write_tree(tmp_path / "repo", {"a.py": "def f():\n    return 1\n"})
+    engine = Engine(root, tmp_path / "idx", embedder_flag=FP32_MODEL, env={})
+    assert engine.settings.recall.gate_threshold == FITTED_GATES[FP32_MODEL][2]
+    env = {"MEMSERVER_RECALL_GATE_THRESHOLD": "0.75"}
+    assert Engine(root, tmp_path / "idx", embedder_flag=FP32_MODEL,
+                  env=env).settings.recall.gate_threshold == 0.75  # fmt: skip
 
 
 @requires_model
