@@ -41,9 +41,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from memserver.config import FP32_MODEL
 from memserver.core.errors import ModelUnavailable
 
-BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BASE_MODEL = FP32_MODEL  # the fp32 model every copy is made from
 BASE_REPOS = ("models--Qdrant--all-MiniLM-L6-v2-onnx", "models--qdrant--all-MiniLM-L6-v2-onnx")
 NAME_PREFIX = "memserver/all-MiniLM-L6-v2-int8-"
 RECIPE_VERSION = 1  # bump when a recipe's output changes: the folder name carries it
@@ -375,7 +376,7 @@ def build(
         except Exception as exc:  # onnx / onnxruntime errors: wrap at the adapter
             raise ModelUnavailable(
                 f"could not build {variant.model_name}: {type(exc).__name__}: {str(exc)[:300]}",
-                hint="use the fp32 model (sentence-transformers/all-MiniLM-L6-v2)",
+                hint=f"use the fp32 model ({FP32_MODEL})",
             ) from exc
         revision = _digest(model, "sha1")
         repo = staging / variant.repo_folder
