@@ -19,6 +19,7 @@ __all__ = ["dumps", "evidence_dict", "header", "map_file_dict", "map_file_text",
            "recall_text"]  # fmt: skip
 
 FOUND = {True: "yes", False: "no", None: "unknown"}
+ALSO_HEADING = "## also likely (not shown: open these if the above misses)"
 TRUNCATED_HINT = "more matches were left out to fit the budget: raise budget_tokens or narrow"
 
 
@@ -97,7 +98,10 @@ def recall_dict(result: RecallResult, explain: bool = False,
         return {**_envelope(result, explain),
                 "files": [map_file_dict(f, explain) for f in result.files]}  # fmt: skip
     items = result.evidence if evidence is None else evidence
-    return {**_envelope(result, explain), "evidence": [evidence_dict(e, explain) for e in items]}
+    out = {**_envelope(result, explain), "evidence": [evidence_dict(e, explain) for e in items]}
+    if result.also:
+        out["also"] = [map_file_dict(f, explain) for f in result.also]
+    return out
 
 
 def _status_line(result: RecallResult) -> str:
@@ -109,6 +113,8 @@ def _status_line(result: RecallResult) -> str:
         )
     else:
         line = f"found: {FOUND[result.found]}{conf}; {len(result.evidence)} results"
+        if result.also:
+            line += f", then {len(result.also)} more likely files by name"
     if result.found is False and result.evidence:
         line += "; the nearest matches only: rephrase, or read the files"
     if result.truncated:
@@ -122,7 +128,8 @@ def _status_line(result: RecallResult) -> str:
 
 def recall_text(result: RecallResult, explain: bool = False,
                 evidence: Sequence[Evidence] | None = None) -> str:  # fmt: skip
-    """The text form: a status line, then per item its header and the code."""
+    """The text form: a status line, then per item its header and the code (then the
+    `also` files, a line or two each)."""
     parts = [_status_line(result)]
     if result.format == "map":
         return "\n".join([*parts, *(map_file_text(f, explain) for f in result.files)])
@@ -133,4 +140,6 @@ def recall_text(result: RecallResult, explain: bool = False,
             block += f"\n(score {e.score:.4f}; via {' + '.join(e.routes)}"
             block += f"; memories {', '.join(e.memory_ids)})" if e.memory_ids else ")"
         parts.append(f"{block}\n{e.text}")
+    if result.also:
+        parts.append("\n".join([ALSO_HEADING, *(map_file_text(f, explain) for f in result.also)]))
     return "\n\n".join(parts)

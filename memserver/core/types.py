@@ -226,6 +226,8 @@ class RecallResult:
     degraded: str = ""  # why recall ran without a part (the model), and the fix
     files: tuple[MapFile, ...] = ()  # a map answer's files (format "map"), best first
     format: str = "chunks"  # "chunks" (evidence with code) or "map" (files and places)
+    # a task's answer: the next likely files the evidence does not reach, a place apiece
+    also: tuple[MapFile, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -238,6 +240,7 @@ class RecallResult:
             "degraded": self.degraded,
             "evidence": [e.to_dict() for e in self.evidence],
             **({"files": [_map_file_dict(f) for f in self.files]} if self.format == "map" else {}),
+            **({"also": [_map_file_dict(f) for f in self.also]} if self.also else {}),
         }
 
 

@@ -131,21 +131,19 @@ def index_tree(engine: Any) -> dict[str, Any]:
 
 def ask(recaller: Any, query: str, flags: Mapping[str, int | str]
         ) -> tuple[list[Hit], dict[str, Any]]:  # fmt: skip
-    """Evidence hits in rank order, and the answer's found / confidence / tokens / ms. A map
-    answer's hits are its files' places in file order (a file without places counts as
-    the file alone)."""
+    """Evidence hits in rank order, then the places of the files the answer names without
+    their code (`also`), and the answer's found / confidence / tokens / ms. A map answer's
+    hits are its files' places in file order (a file without places counts as the file
+    alone)."""
     started = time.perf_counter()
     res = recaller.recall(query, **flags)
     ms = (time.perf_counter() - started) * 1000
-    if flags.get("format") == "map":
-        hits = []
-        for f in res.files:
-            hits += [Hit(f.path, m.name, m.start_line, m.end_line) for m in f.symbols] or [
-                Hit(f.path, "", 0, 0)
-            ]
-    else:
-        hits = [Hit(e.path, e.symbol or "", e.start_line, e.end_line, e.kind, e.tokens)
-                for e in res.evidence]  # fmt: skip
+    hits = [Hit(e.path, e.symbol or "", e.start_line, e.end_line, e.kind, e.tokens)
+            for e in res.evidence]  # fmt: skip
+    for f in res.files if flags.get("format") == "map" else res.also:
+        hits += [Hit(f.path, m.name, m.start_line, m.end_line) for m in f.symbols] or [
+            Hit(f.path, "", 0, 0)
+        ]
     return hits, {"found": bool(res.found), "confidence": float(res.confidence or 0.0),
                   "tokens": int(res.tokens), "ms": ms}  # fmt: skip
 

@@ -29,7 +29,7 @@ from memserver.core.protocols import (
     TokenCounter,
 )
 from memserver.core.requests import LIMITS, Filters, check_budget, check_format, check_query
-from memserver.core.types import Evidence, RecallResult
+from memserver.core.types import Evidence, MapFile, RecallResult
 from memserver.retrieve import arms
 from memserver.retrieve.arms import Masks, Ranked, Via
 from memserver.retrieve.codemap import build_map
@@ -196,6 +196,8 @@ class Recaller:
             result = self._fit_map(result, ranked, answer.evidence, budget, explain)
         else:
             result = self._fit(snap, result, answer.evidence, budget, max_files, k, explain)
+            ranked = [(f.path, f.score, f.role) for f in answer.files]
+            result = self._fit_also(result, ranked, answer.evidence, budget, max_files, explain)
         result.signals.update(gate)
         return result
 
@@ -213,6 +215,60 @@ class Recaller:
             if used <= budget or not files:
                 return replace(shown, tokens=used)
             files.pop()
+
+    def _fit_also(
+        self, result: RecallResult, ranked: Sequence[tuple[str, float, str]],
+        pool: Sequence[Evidence], budget: int, max_files: int, explain: bool,
+    ) -> RecallResult:  # fmt: skip
+        """A task's answer names the next ranked files its evidence does not reach, one
+        place each, until it spans `max_files` files: k chunks seldom span k files (on the
+        DEV issues, 10 chunks held 6.7 files), and where to look next costs a line where
+        its code costs a chunk. When the budget holds too few of those lines, the last
+        chunk that repeats a file makes room for them."""
+        count = self.tokens.count if self.tokens is not None else _rough_count
+
+        def cost(text: str) -> int:
+            return count(text) + 1
+
+        def line(f: MapFile) -> int:
+            return max(cost(render.dumps(render.map_file_dict(f, explain))),
+                       cost(render.map_file_text(f, explain)))  # fmt: skip
+
+        def item(e: Evidence) -> int:
+            return max(cost(render.dumps(render.evidence_dict(e, explain))),
+                       cost(f"## {render.header(e)}\n{e.text}"))  # fmt: skip
+
+        evidence = list(result.evidence)
+        used = result.tokens + cost(render.ALSO_HEADING) + 4
+        also: list[MapFile] = []
+        while evidence:
+            shown = {e.path for e in evidence}
+            rest = [r for r in ranked if r[0] not in shown]
+            wanted = [replace(f, symbols=f.symbols[:1])
+                      for f in build_map(rest, pool, max_files - len(shown))]  # fmt: skip
+            also, spent = [], used
+            for f in wanted:
+                spent += line(f)
+                if spent > budget:
+                    break
+                also.append(f)
+            repeats = [i for i, e in enumerate(evidence) if e.path in
+                       {x.path for x in evidence[:i]}]  # fmt: skip
+            if len(also) == len(wanted) or not repeats:
+                break
+            used -= item(evidence.pop(repeats[-1]))
+        truncated = result.truncated or len(evidence) < len(result.evidence)
+        while also or len(evidence) < len(result.evidence):
+            shown_also = replace(result, evidence=tuple(evidence), also=tuple(also),
+                                 truncated=truncated)  # fmt: skip
+            used = max(count(render.dumps(render.recall_dict(shown_also, explain))),
+                       count(render.recall_text(shown_also, explain)))  # fmt: skip
+            if used <= budget:
+                return replace(shown_also, tokens=used)
+            if not also:
+                break
+            also.pop()
+        return result
 
     def _fit(
         self, snap: Snapshot, result: RecallResult, ranked: list[Evidence], budget: int,

@@ -47,8 +47,10 @@ Reading the answer:
 
 A whole issue or task description works as the query too (title, prose, traceback, code):
 recall then ranks files first (implementation before tests and docs) and gives each likely
-file's best chunk before any second chunk of one. With format="map" it returns `files`
-instead of `evidence`: each file's `path` and `places` ([start, end, first line]).
+file's best chunk before any second chunk of one; `also` then names the next likely files
+the evidence did not reach (`path`, `places`), to open if the evidence misses. With
+format="map" it returns `files` instead of `evidence`: each file's `path` and `places`
+([start, end, first line]).
 
 Evidence `id`s are stable content ids: read one again with the resource
 memserver://chunk/{{id}}, and pass them to tools that take evidence ids.

@@ -116,6 +116,23 @@ def test_an_issue_is_answered_file_by_file_code_first(recaller) -> None:
     assert result.tokens <= 4096 and result.signals.keys() >= {"long_share", "long_agree"}
 
 
+def test_a_task_answer_names_the_files_its_chunks_do_not_reach(recaller) -> None:
+    result = recaller.recall(ISSUE, k=3, max_files=6)
+    shown = _files(result)
+    named = [f.path for f in result.also]
+    assert len(result.evidence) <= 3 and named and not set(named) & set(shown)
+    assert len(shown) + len(named) == 6  # up to max_files files in all, a place apiece
+    assert all(len(f.symbols) == 1 for f in result.also)
+    text = render.recall_text(result)
+    assert render.ALSO_HEADING in text and text.index(named[0]) > text.index(shown[-1])
+    assert f"then {len(named)} more likely files" in text.splitlines()[0]
+    data = json.loads(render.dumps(render.recall_dict(result)))
+    assert [f["path"] for f in data["also"]] == named
+    count = recaller.tokens.count
+    assert result.tokens == max(count(render.dumps(render.recall_dict(result))),
+                                count(render.recall_text(result)))  # fmt: skip
+
+
 def test_a_short_question_keeps_the_short_path(recaller) -> None:
     result = recaller.recall("where are redirects followed")
     assert "long_share" not in result.signals and "dense" in result.signals
@@ -215,6 +232,21 @@ def functions(tmp_path_factory):
     engine = Engine(root, None, embedder_flag="hashing", env={})
     engine.index()
     return engine.recaller(rerank=False)
+
+
+def test_a_tight_budget_trades_a_files_second_chunk_for_more_files(functions) -> None:
+    roomy = functions.recall(PASSING, k=6, max_files=20, budget_tokens=4096)
+    paths = [e.path for e in roomy.evidence]
+    assert len(paths) > len(set(paths))  # some file gave a second chunk
+    # a budget that holds the chunks but not the lines for every other file
+    tight = functions.recall(PASSING, k=6, max_files=20, budget_tokens=roomy.tokens - 40)
+    assert tight.tokens <= roomy.tokens - 40 and tight.truncated
+    # a repeated file's chunk went, every file stayed: by its code or by name
+    assert len(tight.evidence) < len(roomy.evidence)
+    assert _files(tight) + [f.path for f in tight.also] == _files(roomy) + [
+        f.path for f in roomy.also
+    ]
+    assert all(e.path not in {f.path for f in tight.also} for e in tight.evidence)
 
 
 def _terms(recaller, text: str) -> list[tuple[str, float]]:
