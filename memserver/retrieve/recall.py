@@ -195,9 +195,9 @@ class Recaller:
             ranked = [(f.path, f.score, f.role) for f in answer.files]
             result = self._fit_map(result, ranked, answer.evidence, budget, explain)
         else:
-            result = self._fit(snap, result, answer.evidence, budget, max_files, k, explain)
             ranked = [(f.path, f.score, f.role) for f in answer.files]
-            result = self._fit_also(result, ranked, answer.evidence, budget, max_files, explain)
+            result = self._fit(snap, result, answer.evidence, budget, max_files, k, explain,
+                               also=ranked)  # fmt: skip
         result.signals.update(gate)
         return result
 
@@ -216,66 +216,15 @@ class Recaller:
                 return replace(shown, tokens=used)
             files.pop()
 
-    def _fit_also(
-        self, result: RecallResult, ranked: Sequence[tuple[str, float, str]],
-        pool: Sequence[Evidence], budget: int, max_files: int, explain: bool,
-    ) -> RecallResult:  # fmt: skip
-        """A task's answer names the next ranked files its evidence does not reach, one
-        place each, until it spans `max_files` files: k chunks seldom span k files (on the
-        DEV issues, 10 chunks held 6.7 files), and where to look next costs a line where
-        its code costs a chunk. When the budget holds too few of those lines, the last
-        chunk that repeats a file makes room for them."""
-        count = self.tokens.count if self.tokens is not None else _rough_count
-
-        def cost(text: str) -> int:
-            return count(text) + 1
-
-        def line(f: MapFile) -> int:
-            return max(cost(render.dumps(render.map_file_dict(f, explain))),
-                       cost(render.map_file_text(f, explain)))  # fmt: skip
-
-        def item(e: Evidence) -> int:
-            return max(cost(render.dumps(render.evidence_dict(e, explain))),
-                       cost(f"## {render.header(e)}\n{e.text}"))  # fmt: skip
-
-        evidence = list(result.evidence)
-        used = result.tokens + cost(render.ALSO_HEADING) + 4
-        also: list[MapFile] = []
-        while evidence:
-            shown = {e.path for e in evidence}
-            rest = [r for r in ranked if r[0] not in shown]
-            wanted = [replace(f, symbols=f.symbols[:1])
-                      for f in build_map(rest, pool, max_files - len(shown))]  # fmt: skip
-            also, spent = [], used
-            for f in wanted:
-                spent += line(f)
-                if spent > budget:
-                    break
-                also.append(f)
-            repeats = [i for i, e in enumerate(evidence) if e.path in
-                       {x.path for x in evidence[:i]}]  # fmt: skip
-            if len(also) == len(wanted) or not repeats:
-                break
-            used -= item(evidence.pop(repeats[-1]))
-        truncated = result.truncated or len(evidence) < len(result.evidence)
-        while also or len(evidence) < len(result.evidence):
-            shown_also = replace(result, evidence=tuple(evidence), also=tuple(also),
-                                 truncated=truncated)  # fmt: skip
-            used = max(count(render.dumps(render.recall_dict(shown_also, explain))),
-                       count(render.recall_text(shown_also, explain)))  # fmt: skip
-            if used <= budget:
-                return replace(shown_also, tokens=used)
-            if not also:
-                break
-            also.pop()
-        return result
-
     def _fit(
         self, snap: Snapshot, result: RecallResult, ranked: list[Evidence], budget: int,
         max_files: int, k: int, explain: bool,
+        also: Sequence[tuple[str, float, str]] | None = None,
     ) -> RecallResult:  # fmt: skip
         """Pack the ranked evidence so the whole answer, as the agent reads it (the JSON form
-        and the text form, each counted with the real tokenizer), fits the budget."""
+        and the text form, each counted with the real tokenizer), fits the budget. With
+        `also` (a task's ranked files), the answer then names the files its evidence does
+        not reach (`_also`)."""
         count = self.tokens.count if self.tokens is not None else _rough_count
 
         def cost(e: Evidence) -> int:
@@ -284,15 +233,62 @@ class Recaller:
         envelope = count(render.dumps(render.recall_dict(result, explain)))
         packed = pack(ranked, budget, max_files, k, cost=cost, overhead=envelope + 4)
         evidence = list(self._mark_changed(snap, packed.evidence))
-        truncated = packed.truncated
-        while True:  # the estimate was close; the measure decides
-            shown = replace(result, evidence=tuple(evidence), truncated=truncated)
+        named: list[MapFile] = []
+        if also is not None and evidence:
+            evidence, named = self._also(evidence, also, ranked, budget - packed.tokens,
+                                         max_files, explain, count)  # fmt: skip
+        truncated = packed.truncated or len(evidence) < len(packed.evidence)
+        while True:  # the estimates were close; the measure decides
+            shown = replace(result, evidence=tuple(evidence), truncated=truncated,
+                            also=tuple(named))  # fmt: skip
             used = max(count(render.dumps(render.recall_dict(shown, explain))),
                        count(render.recall_text(shown, explain)))  # fmt: skip
             if used <= budget or not evidence:
                 return replace(shown, tokens=used)
-            evidence.pop()
-            truncated = True
+            if named:
+                named.pop()
+            else:
+                evidence.pop()
+                truncated = True
+
+    def _also(
+        self, evidence: list[Evidence], ranked: Sequence[tuple[str, float, str]],
+        pool: Sequence[Evidence], room: int, max_files: int, explain: bool,
+        count: Callable[[str], int],
+    ) -> tuple[list[Evidence], list[MapFile]]:  # fmt: skip
+        """The next ranked files the evidence does not reach, one place each, until the
+        answer spans `max_files` files: k chunks seldom span k files (on the DEV issues, 10
+        chunks held 6.7 files), and where to look next costs a line where its code costs a
+        chunk. When the `room` left in the budget holds too few of those lines, the last
+        chunk that repeats a file gives way to them. Estimates: `_fit` measures."""
+
+        def line(f: MapFile) -> int:
+            return max(count(render.dumps(render.map_file_dict(f, explain))),
+                       count(render.map_file_text(f, explain))) + 1  # fmt: skip
+
+        def item(e: Evidence) -> int:
+            return count(render.dumps(render.evidence_dict(e, explain))) + 1
+
+        evidence = list(evidence)
+        room -= count(render.ALSO_HEADING) + 4
+        named: list[MapFile] = []
+        while evidence:
+            shown = {e.path for e in evidence}
+            rest = [r for r in ranked if r[0] not in shown]
+            wanted = [replace(f, symbols=f.symbols[:1])
+                      for f in build_map(rest, pool, max_files - len(shown))]  # fmt: skip
+            named, left = [], room
+            for f in wanted:
+                left -= line(f)
+                if left < 0:
+                    break
+                named.append(f)
+            repeats = [i for i, e in enumerate(evidence)
+                       if e.path in {x.path for x in evidence[:i]}]  # fmt: skip
+            if len(named) == len(wanted) or not repeats:
+                break
+            room += item(evidence.pop(repeats[-1]))
+        return evidence, named
 
     # -- stages --------------------------------------------------------------------
 
