@@ -1,9 +1,12 @@
 """Recall latency on written questions over an index that is already built.
 
 Usage: python benchmarks/repo_questions.py ROOT --index-dir DIR --questions FILE [--json]
+       python benchmarks/repo_questions.py ROOT --index-dir DIR --issues FILE.jsonl [--json]
 
 FILE holds one question per line (`#` lines are comments), e.g.
-benchmarks/data/django_questions.txt for a Django source tree. In this process, the way
+benchmarks/data/django_questions.txt for a Django source tree; `--issues` takes whole task
+descriptions instead, the `problem_statement` of each line of a SWE-bench-format file
+(each asked as it is, against whatever tree ROOT holds). In this process, the way
 the server does it: the index is opened, one recall of another question warms the engine
 (model, views), then every question is asked once with the product's defaults. Reported:
 what the index holds (files, chunks, memories, vectors still missing), recall p50 / p95 /
@@ -26,16 +29,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", type=Path)
     ap.add_argument("--index-dir", type=Path, required=True)
-    ap.add_argument("--questions", type=Path, required=True)
+    given = ap.add_mutually_exclusive_group(required=True)
+    given.add_argument("--questions", type=Path)
+    given.add_argument("--issues", type=Path)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from memserver.engine import Engine
 
-    questions = [
-        line.strip()
-        for line in args.questions.read_text(encoding="utf-8").splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
+    if args.issues is not None:
+        lines = args.issues.read_text(encoding="utf-8").splitlines()
+        questions = [json.loads(line)["problem_statement"] for line in lines if line.strip()]
+    else:
+        questions = [
+            line.strip()
+            for line in args.questions.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
     engine = Engine(args.root, args.index_dir)
     store = engine.open_store()
     status = engine.status(store)

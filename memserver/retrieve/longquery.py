@@ -3,8 +3,9 @@
 The stages of `Recaller.recall` for a long query (`plan.task` set, see `plan.py`):
 
 1. candidate chunks: one keyword arm over the query's words with their counts
-   (`files.weighted_terms`), the dense arm over its prose (and one over its code sample),
-   the exact-name arm, the dense memory arm; fused by reciprocal rank;
+   (`files.weighted_terms`), the exact-name arm and, with `[recall] long_dense` (off by
+   default: measured worse and slower on the DEV issues), the dense arm over its prose,
+   one over its code sample and the dense memory arm; fused by reciprocal rank;
 2. files: ranked by `files.rank_files` over five signals, the chunk arms' among them;
 3. evidence: each file's chunks in their order within it (their keyword scores for the
    whole query, plus a little where the query names a chunk's symbol), the first chunk of

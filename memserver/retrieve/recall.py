@@ -180,7 +180,8 @@ class Recaller:
         budget: int, max_files: int, explain: bool, fmt: str,
     ) -> RecallResult:  # fmt: skip
         s = self.settings
-        qvs = self._query_vectors(snap, lambda: dense_texts(plan, self.dense_chars))
+        qvs = self._query_vectors(snap, lambda: dense_texts(plan, self.dense_chars)) if (
+            s.long_dense) else []  # fmt: skip
         answer = retrieve_long(
             snap, self.keyword, self.files, plan, qvs, masks, s,
             include_memories=include_memories, k=k if fmt != "map" else s.map_files,
