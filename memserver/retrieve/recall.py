@@ -275,6 +275,8 @@ class Recaller:
         named: list[MapFile] = []
         while evidence:
             shown = {e.path for e in evidence}
+            if len(shown) >= max_files:
+                return evidence, []
             rest = [r for r in ranked if r[0] not in shown]
             wanted = [replace(f, symbols=f.symbols[:1])
                       for f in build_map(rest, pool, max_files - len(shown))]  # fmt: skip

@@ -122,6 +122,8 @@ def test_a_task_answer_names_the_files_its_chunks_do_not_reach(recaller) -> None
     named = [f.path for f in result.also]
     assert len(result.evidence) <= 3 and named and not set(named) & set(shown)
     assert len(shown) + len(named) == 6  # up to max_files files in all, a place apiece
+    few = recaller.recall(ISSUE, k=3, max_files=2)
+    assert len(_files(few)) == 2 and not few.also  # the chunks already span max_files
     assert all(len(f.symbols) == 1 for f in result.also)
     text = render.recall_text(result)
     assert render.ALSO_HEADING in text and text.index(named[0]) > text.index(shown[-1])
