@@ -192,11 +192,10 @@ class Recaller:
         conf = confidence_of(gate, s.long_gate_weights, s.long_gate_bias)
         found = conf >= s.long_gate_threshold if answer.evidence else False
         result = self._empty(snap, plan.query, conf, found, fmt)
+        ranked = [(f.path, f.score, f.role) for f in answer.files]
         if fmt == "map":
-            ranked = [(f.path, f.score, f.role) for f in answer.files]
             result = self._fit_map(result, ranked, answer.evidence, budget, explain)
         else:
-            ranked = [(f.path, f.score, f.role) for f in answer.files]
             result = self._fit(snap, result, answer.evidence, budget, max_files, k, explain,
                                also=ranked)  # fmt: skip
         result.signals.update(gate)
@@ -286,8 +285,8 @@ class Recaller:
                 if left < 0:
                     break
                 named.append(f)
-            repeats = [i for i, e in enumerate(evidence)
-                       if e.path in {x.path for x in evidence[:i]}]  # fmt: skip
+            firsts = {e.path: i for i, e in reversed(list(enumerate(evidence)))}
+            repeats = [i for i, e in enumerate(evidence) if firsts[e.path] != i]
             if len(named) == len(wanted) or not repeats:
                 break
             room += item(evidence.pop(repeats[-1]))

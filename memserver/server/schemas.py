@@ -154,6 +154,10 @@ class RecallOutput(BaseModel):
     files: list[MapFileItem] | None = Field(
         default=None, description="format='map': ranked files and their places, best first."
     )
+    also: list[MapFileItem] | None = Field(
+        default=None, description="A task's answer: the next likely files its evidence did "
+        "not reach, a place each, best first.",
+    )  # fmt: skip
 
 
 REMEMBER = """\
