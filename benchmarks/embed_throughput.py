@@ -54,9 +54,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from memserver.config import EmbeddingSettings
+
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256
-MAX_CHARS = 2000  # memserver's [embedding] max_chars default: FastEmbedder clips to it
+MAX_CHARS = EmbeddingSettings.max_chars  # [embedding] max_chars: FastEmbedder clips to it
 SOURCE_SUFFIXES = {".py", ".go", ".java", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".rs"}
 
 
@@ -273,7 +275,6 @@ def parallel_sessions(texts: list[str], counts: list[int], sessions: int = 2,
 
 def memserver_embedder(texts: list[str], counts: list[int],
                        threads: Sequence[int]) -> list[dict[str, Any]]:  # fmt: skip
-    from memserver.config import EmbeddingSettings
     from memserver.embed.fastembed import FastEmbedder
 
     tokens = sum(counts)
@@ -388,6 +389,7 @@ def markdown(r: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    global MODEL
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpora", nargs="+", type=Path)
     ap.add_argument("--work", type=Path, default=None)
@@ -399,7 +401,6 @@ def main() -> None:
     ap.add_argument("--model", default=MODEL, help="the embedding model (an int8 copy's name too)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    global MODEL
     MODEL = args.model
     if args.index_dir and len(args.corpora) != 1:
         sys.exit("--index-dir goes with exactly one corpus")

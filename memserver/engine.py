@@ -20,7 +20,7 @@ from memserver.core.errors import ModelUnavailable, PathError, StoreError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import LLM, CodeGraph, Distiller, Embedder, Progress, Reranker
 from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
-from memserver.embed import embedder_identity, make_embedder
+from memserver.embed import QUERY_CHARS, embedder_identity, make_embedder
 from memserver.retrieve.gate import gate_for
 from memserver.store import statecache
 from memserver.store.meta import read_meta
@@ -91,7 +91,10 @@ class Engine:
             )
         # the answerability gate fitted for that model (its cosines are the gate's signals)
         settings = dataclasses.replace(
-            settings, recall=gate_for(settings.recall, settings.embedding.model)
+            settings,
+            recall=gate_for(
+                settings.recall, settings.embedding.model, settings.index.memory_vectors
+            ),
         )
         self.settings: Settings = settings
         self.project = (meta.project if meta else "") or settings.project.name or self.root.name
@@ -234,7 +237,8 @@ class Engine:
         started = time.monotonic()
         git = head(self.root)
         name, dim = self.embedder_identity()
-        key = f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}|layout {STORE_LAYOUT}"
+        key = (f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}|layout {STORE_LAYOUT}"
+               f"|memory vectors {self.settings.index.memory_vectors}")  # fmt: skip
         saved = None if rebuild or ci else statecache.unchanged(self.index_dir, key, walked.files)
         if saved and saved.get("chunks_unembedded") == 0:
             report.skipped.update({s.path: s.reason for s in walked.skipped})
@@ -310,7 +314,7 @@ class Engine:
             view.get, store.keyword, self.query_embedder, s, tokens=self.tokens,
             reranker=reranker, expander=self.expander(), root=self.root,
             graph=self.code_graph(store) if s.graph_weight or s.graph_near_weight else None,
-            files=store.file_keyword, dense_chars=self.settings.embedding.max_chars,
+            files=store.file_keyword, dense_chars=QUERY_CHARS,
             file_order=self.file_order(),
         )  # fmt: skip
 

@@ -7,6 +7,9 @@ from memserver.core.protocols import Embedder
 
 NONE = "none"
 HASHING = "hashing"
+# characters of a query the model sees: a 256-token model reads no further ([embedding]
+# max_chars clips only what is indexed)
+QUERY_CHARS = 2000
 
 
 def make_embedder(settings: EmbeddingSettings, *, download: bool = False) -> Embedder | None:

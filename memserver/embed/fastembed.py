@@ -20,7 +20,7 @@ from typing import Any
 
 from memserver.config import EmbeddingSettings
 from memserver.core.errors import ModelUnavailable
-from memserver.embed import quantize
+from memserver.embed import QUERY_CHARS, quantize
 from memserver.embed.models import HUB_HOST, cache_dir, fix_hint, reachable
 
 logger = logging.getLogger(__name__)
@@ -292,5 +292,5 @@ class FastEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         model = self.load()
-        vector: list[float] = next(iter(model.query_embed(self._clip(text)))).tolist()
+        vector: list[float] = next(iter(model.query_embed(text[:QUERY_CHARS]))).tolist()
         return vector

@@ -36,7 +36,7 @@ from memserver.ingest.distill import NAME as HEURISTIC
 from memserver.ingest.memories import MemoryPlanner
 from memserver.ingest.tagging import Tagger
 from memserver.store.graphpart import graph_part
-from memserver.store.index import IndexStore
+from memserver.store.index import IndexStore, memories_where
 from memserver.text.passages import chunk_vector_key, embed_text, vector_key
 from memserver.text.secrets import mask_code, masked_counts
 
@@ -50,9 +50,10 @@ _STEP_CHARS = 6_000
 # in a few dozen merges instead of thousands.
 _STORES = 32
 # memories derived from their chunk's own text, without a model: the ones that
-# `memory_vectors` = "chunk" or "none" leave without a vector of their own
+# `memory_vectors` = "definitions", "chunk" or "none" leave without a vector of their own
+# ("definitions": but for the definitions, one per chunk)
 _DERIVED = (HEURISTIC,)
-MEMORY_VECTORS = ("own", "chunk", "none")
+MEMORY_VECTORS = ("own", "definitions", "chunk", "none")
 _MAX_BATCH = 32_768
 
 
@@ -129,6 +130,7 @@ class Indexer:
         # the code graph's tags (in a worker process on a large run)
         self.tagger = tagger or Tagger(ChunkOptions(), workers=0)
         # how memories derived from a chunk's own text are embedded: "own" (their text),
+        # "definitions" (only the definition of each chunk: the others by keyword only),
         # "chunk" (they share the chunk's vector), "none" (searched by keyword only)
         if memory_vectors not in MEMORY_VECTORS:
             raise ConfigError(
@@ -138,6 +140,7 @@ class Indexer:
             )
         self.memory_vectors = memory_vectors
         self.keyword_only = keyword_only(memory_vectors)
+        self._kept_to_setting = False  # memories embedded under another setting are not
         # what the read of each file is checked against (the walk's rules, again)
         self.root_real = os.path.realpath(root if root is not None else store.meta.root or ".")
         self.max_file_bytes = max_file_bytes
@@ -347,6 +350,9 @@ class Indexer:
             report.chunks_unembedded = 0
             return True
         started = time.monotonic()
+        if self.keyword_only and not self._kept_to_setting:  # once a process: a scan
+            self.store.drop_memory_vectors(self.keyword_only)
+            self._kept_to_setting = True
         try:  # a bar each: its total is what the summary counts as embedded
             self._phase("chunks", chunks.count_unembedded)
             chunks_done = self._embed_chunks(report, stop)
@@ -519,9 +525,13 @@ def _moved(existing: dict[str, Chunk], stored: dict[str, tuple[bool, Place]]) ->
     }
 
 
-def keyword_only(memory_vectors: str) -> tuple[str, ...]:
-    """The distillers whose memories get no vector under `memory_vectors`."""
-    return _DERIVED if memory_vectors == "none" else ()
+def keyword_only(memory_vectors: str) -> str | None:
+    """A filter of the memories that get no vector under `memory_vectors` (None: all do)."""
+    if memory_vectors == "none":
+        return memories_where(_DERIVED)
+    if memory_vectors == "definitions":
+        return memories_where(_DERIVED, but_type="definition")
+    return None
 
 
 def _steps(order: list[int], texts: Sequence[str], most: int) -> Iterator[list[int]]:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,12 +106,12 @@ class Doctor:
         self, index_dir: Path, embedder: str, dim: int, *, lock_timeout: float = 10.0,
         configured: tuple[str, int] | None = None,
         expects_memories: Callable[[str], bool] | None = None,
-        keyword_only: Sequence[str] = (),
+        keyword_only: str | None = None,
     ) -> None:  # fmt: skip
         """`embedder`/`dim`: what this run uses; `configured`: what the settings name, which
         an existing index overrides (noted when they differ); `expects_memories`: whether a
         note's text makes statements (the memory service's atomiser), for the notes check."""
-        self.keyword_only = keyword_only  # distillers whose memories get no vector
+        self.keyword_only = keyword_only  # a filter of the memories that get no vector
         self.dir = index_dir
         self.expects_memories = expects_memories
         self.embedder = embedder

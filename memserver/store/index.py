@@ -41,7 +41,7 @@ from memserver.store.graph import GraphRows
 from memserver.store.lancedb import Table, in_list, lance_errors
 from memserver.store.lock import WriterLock
 from memserver.store.manifest import FileManifest
-from memserver.store.memories import ACTIVE, FORGOTTEN, STALE, MemoryRows
+from memserver.store.memories import ACTIVE, FORGOTTEN, STALE, MemoryRows, memories_where
 from memserver.store.meta import IndexMeta, check_compatible, read_meta, write_meta
 from memserver.store.schema import (
     SCHEMA_VERSION,
@@ -56,7 +56,7 @@ from memserver.store.statecache import DIRTY
 
 __all__ = [
     "CHUNKS", "EVENTS", "FILES", "MEMORIES", "REFS", "SYMBOLS", "TABLES", "IndexStore",
-    "drop_reshaped_graph",
+    "drop_reshaped_graph", "memories_where",
 ]  # fmt: skip
 
 CHUNKS = "chunks"
@@ -284,6 +284,11 @@ class IndexStore:
             self.chunks.set_vectors(chunks, keys)
         if memories:
             self.memories.set_vectors(memories, keys)
+
+    def drop_memory_vectors(self, where: str) -> int:
+        """Memories `where` selects are searched by keyword alone from now on: those with a
+        vector lose it (`[index] memory_vectors` changed since they were embedded)."""
+        return self.memories.drop_vectors(where)
 
     def reuse_vectors(self, chunks: Mapping[str, str] | None = None,
                       memories: Mapping[str, str] | None = None) -> set[str]:  # fmt: skip

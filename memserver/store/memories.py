@@ -39,9 +39,15 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
     )  # fmt: skip
 
 
-def _unembedded(keyword_only: Sequence[str]) -> str:
+def memories_where(distillers: Sequence[str], *, but_type: str = "") -> str:
+    """A filter of the memories of `distillers` (but those of type `but_type`)."""
+    where = in_list("distiller", distillers)
+    return where + (f" AND type <> {sql_quote(but_type)}" if but_type else "")
+
+
+def _unembedded(keyword_only: str | None) -> str:
     where = f"embedded = false AND status = '{ACTIVE}'"
-    return where + (f" AND NOT {in_list('distiller', keyword_only)}" if keyword_only else "")
+    return where + (f" AND NOT ({keyword_only})" if keyword_only else "")
 
 
 def _any_of(values: Sequence[str]) -> str:
@@ -147,9 +153,9 @@ class MemoryRows:
             found = ldb.take(self.table, ids, _COLUMNS).to_pylist()
         return {r["id"]: memory_from_row(r) for r in found}
 
-    def unembedded(self, limit: int, keyword_only: Sequence[str] = ()) -> list[Memory]:
-        """Active memories that lack a vector, but those of the `keyword_only` distillers
-        (searched by keyword alone)."""
+    def unembedded(self, limit: int, keyword_only: str | None = None) -> list[Memory]:
+        """Active memories that lack a vector, but those `keyword_only` selects (a filter
+        over the table: they are searched by keyword alone)."""
         with lance_errors("read memories to embed"):
             found = ldb.rows(self.table, _unembedded(keyword_only), _COLUMNS, limit)
         return [memory_from_row(r) for r in found]
@@ -158,7 +164,17 @@ class MemoryRows:
         with lance_errors("count the memories"):
             return ldb.count(self.table, where)
 
-    def count_unembedded(self, keyword_only: Sequence[str] = ()) -> int:
+    def drop_vectors(self, where: str) -> int:
+        """The memories `where` selects that have a vector lose it (they are searched by
+        keyword alone from now on, and `unembedded` leaves them be); how many did."""
+        selected = f"embedded = true AND ({where})"
+        n = self._count(selected)
+        if n:
+            with lance_errors(f"drop the vectors of {n} memories"):
+                ldb.update_where(self.table, selected, {"embedded": False})
+        return n
+
+    def count_unembedded(self, keyword_only: str | None = None) -> int:
         return self._count(_unembedded(keyword_only))
 
     def count_active(self) -> int:

@@ -10,6 +10,7 @@ import pytest
 
 from memserver.core.errors import ConfigError
 from memserver.engine import Engine
+from memserver.ingest.pipeline import keyword_only
 from memserver.text.passages import chunk_vector_key
 from tests.conftest import SAMPLE, write_tree
 
@@ -98,6 +99,44 @@ def test_keyword_only_memories_are_never_pending(tmp_path: Path) -> None:
     assert store.memories.count_unembedded() == report.memories_added
     hits = _engine(root, "none").recaller(rerank=False).recall("parse HTTP response").evidence
     assert any(e.path == "src/config.py" for e in hits)
+
+
+def _embedded_types(engine: Engine) -> dict[str, set[bool]]:
+    """Memory type → whether its memories have a vector (the set of values seen)."""
+    rows = engine.open_store().memories.table.to_arrow().to_pylist()
+    seen: dict[str, set[bool]] = {}
+    for r in rows:
+        seen.setdefault(r["type"], set()).add(bool(r["embedded"]))
+    return seen
+
+
+def test_definitions_embeds_one_memory_per_chunk_and_a_switch_keeps_to_the_setting(
+    tmp_path: Path,
+) -> None:
+    root = write_tree(tmp_path / "repo", SAMPLE)
+    own = _engine(root, "own").index()
+    assert _embedded_types(_engine(root))["fact"] == {True}
+    # the same tree under "definitions": the facts and procedures lose their vectors,
+    # and nothing is embedded again
+    again = _engine(root, "definitions").index()
+    assert again.texts_embedded == 0
+    seen = _embedded_types(_engine(root, "definitions"))
+    assert seen.pop("definition") == {True}
+    assert seen and all(v == {False} for v in seen.values())
+    store = _engine(root, "definitions").open_store()
+    definitions = store.memories.count_active() - store.memories.count_unembedded()
+    assert 0 < definitions < own.memories_embedded
+    # nothing waits for a vector the setting does not give
+    assert store.memories.count_unembedded(keyword_only("definitions")) == 0
+    # a fresh index under "definitions" embeds the same memories
+    fresh = write_tree(tmp_path / "other" / "repo", SAMPLE)  # an index of its own
+    first = _engine(fresh, "definitions").index()
+    assert first.memories_embedded == definitions
+    assert first.texts_embedded == first.chunks_embedded + definitions
+    # and back to "own": the others are embedded again
+    back = _engine(root, "own").index()
+    assert back.memories_embedded == own.memories_embedded - definitions
+    assert all(v == {True} for v in _embedded_types(_engine(root)).values())
 
 
 def test_an_unknown_memory_vectors_setting_is_refused(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from memserver.config import DEFAULT_MODEL, FP32_MODEL, RecallSettings
+from memserver.config import DEFAULT_MODEL, FP32_MODEL, IndexSettings, RecallSettings
 from memserver.engine import Engine
 from memserver.eval.calibrate import calibrate, pick_threshold
 from memserver.eval.code import Outcome
@@ -49,15 +49,23 @@ def test_coverage_and_confidence() -> None:
     assert 0.0 <= low < 0.5 < high <= 1.0
 
 
-def test_each_model_gets_the_gate_fitted_for_its_vectors_unless_the_config_sets_one() -> None:
+def gate_of(s: RecallSettings) -> tuple[tuple[float, ...], float, float]:
+    return s.gate_weights, s.gate_bias, s.gate_threshold
+
+
+def test_each_model_and_memory_setting_gets_the_gate_fitted_for_it_unless_the_config_sets_one(
+) -> None:  # fmt: skip
     default = RecallSettings()
-    assert gate_for(default, DEFAULT_MODEL) == default
-    fp32 = gate_for(default, FP32_MODEL)
-    assert (fp32.gate_weights, fp32.gate_bias, fp32.gate_threshold) == FITTED_GATES[FP32_MODEL]
-    assert fp32.gate_weights != default.gate_weights
-    assert gate_for(default, "hashing") == default  # no fitted gate: the config's
+    assert gate_for(default, DEFAULT_MODEL, IndexSettings().memory_vectors) == default
+    own = gate_for(default, DEFAULT_MODEL, "own")
+    assert gate_of(own) == FITTED_GATES[(DEFAULT_MODEL, "own")] != gate_of(default)
+    fp32 = gate_for(default, FP32_MODEL, "own")
+    assert gate_of(fp32) == FITTED_GATES[(FP32_MODEL, "own")] != gate_of(default)
+    # a setting not fitted for the model: the model's "own" gate
+    assert gate_for(default, FP32_MODEL, "definitions") == fp32
+    assert gate_for(default, "hashing", "own") == default  # no fitted gate: the config's
     mine = RecallSettings(gate_threshold=0.8)
-    assert gate_for(mine, FP32_MODEL) == mine
+    assert gate_for(mine, FP32_MODEL, "own") == mine
 
 
 def test_an_engine_on_the_fp32_model_uses_its_gate_and_a_configured_gate_wins(
@@ -65,7 +73,7 @@ def test_an_engine_on_the_fp32_model_uses_its_gate_and_a_configured_gate_wins(
 ) -> None:
     root = write_tree(tmp_path / "repo", {"a.py": "def f():\n    return 1\n"})
     engine = Engine(root, tmp_path / "idx", embedder_flag=FP32_MODEL, env={})
-    assert engine.settings.recall.gate_threshold == FITTED_GATES[FP32_MODEL][2]
+    assert engine.settings.recall.gate_threshold == FITTED_GATES[(FP32_MODEL, "own")][2]
     env = {"MEMSERVER_RECALL_GATE_THRESHOLD": "0.75"}
     assert Engine(root, tmp_path / "idx", embedder_flag=FP32_MODEL,
                   env=env).settings.recall.gate_threshold == 0.75  # fmt: skip
