@@ -89,7 +89,8 @@ class Engine:
             settings = dataclasses.replace(
                 settings, embedding=dataclasses.replace(settings.embedding, model=meta.embedder)
             )
-        # the answerability gate fitted for that model (its cosines are the gate's signals)
+        # the answerability gate fitted for that model and memory setting (the gate reads
+        # its cosines of the chunks and of the memories that have a vector)
         settings = dataclasses.replace(
             settings,
             recall=gate_for(
