@@ -140,7 +140,9 @@ class Indexer:
             )
         self.memory_vectors = memory_vectors
         self.keyword_only = keyword_only(memory_vectors)
-        self._kept_to_setting = False  # memories embedded under another setting are not
+        # whether the memories embedded under another setting lost their vectors (checked
+        # once a process, before the first embedding)
+        self._kept_to_setting = False
         # what the read of each file is checked against (the walk's rules, again)
         self.root_real = os.path.realpath(root if root is not None else store.meta.root or ".")
         self.max_file_bytes = max_file_bytes

@@ -12,7 +12,7 @@ import pytest
 
 from memserver.config import DEFAULT_MODEL, FP32_MODEL, EmbeddingSettings
 from memserver.core.errors import ModelUnavailable
-from memserver.embed import embedder_identity, make_embedder
+from memserver.embed import QUERY_CHARS, embedder_identity, make_embedder
 from memserver.embed.hashing import HashingEmbedder
 from tests.conftest import requires_model
 
@@ -32,6 +32,17 @@ def test_fastembed_model_embeds_documents_in_input_order() -> None:
     assert cosine(alone, vecs[2]) > 0.999  # sorting by length did not shuffle results
     q = emb.embed_query("retry failed HTTP requests")
     assert cosine(q, vecs[2]) > cosine(q, vecs[0])
+
+
+@requires_model
+def test_a_document_is_clipped_at_max_chars_and_a_query_is_not() -> None:
+    emb = make_embedder(EmbeddingSettings(max_chars=64))
+    head = "def parse_config(path):\n    return load(path)  # read the settings"[:64]
+    tail = " then retry every failed HTTP request with exponential backoff and jitter"
+    whole, clipped = emb.embed_documents([head + tail, head])
+    assert cosine(whole, clipped) > 0.9999  # the model never saw past max_chars
+    assert cosine(emb.embed_query(head + tail), emb.embed_query(head)) < 0.99
+    assert len(head + tail) < QUERY_CHARS
 
 
 @requires_model
