@@ -31,6 +31,9 @@ class TiktokenCounter:
             import tiktoken
 
             self._enc = tiktoken.get_encoding(ENCODING)
+            # tiktoken keeps the 100k ranks as a Python dict beside its Rust encoder, only
+            # to pickle the encoding (which nothing here does): 16 MB of every process
+            vars(self._enc).pop("_mergeable_ranks", None)
         except Exception as exc:  # a broken install, not a user error
             raise ModelUnavailable(
                 f"cannot load the {ENCODING} tokenizer: {exc}",

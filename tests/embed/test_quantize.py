@@ -148,3 +148,31 @@ def test_an_int8_name_without_its_fp32_model_says_how_to_get_it(
         embedder.embed_query("where are requests retried")
     assert name in info.value.message
     assert quantize.BASE_MODEL in info.value.hint and "memserver model fetch" in info.value.hint
+
+
+@requires_model
+@pytest.mark.model
+def test_an_int8_word_table_halves_the_copy_and_keeps_its_vectors(
+    tmp_path: Path, fp32_vectors: np.ndarray
+) -> None:
+    import onnx
+
+    cache = tmp_path / "models"
+    rows8 = quantize.VARIANTS[KEPT + "-rows8"]
+    vecs = embed(rows8.model_name, cache)
+    built = quantize.find(rows8, cache)
+    assert built is not None
+    graph = onnx.load(str(built.model_file)).graph
+    tables = {
+        i.name: i for i in graph.initializer if i.name.endswith(quantize.WORD_TABLE + ".int8")
+    }
+    assert [t.data_type for t in tables.values()] == [onnx.TensorProto.INT8]
+    assert [t.dims for t in tables.values()] == [[30522, quantize.DIM]]
+    assert not any(i.name.endswith(quantize.WORD_TABLE) for i in graph.initializer)
+    plain = embed(quantize.NAME_PREFIX + KEPT, cache)
+    plain_file = quantize.find(quantize.VARIANTS[KEPT], cache)
+    assert plain_file is not None
+    assert built.model_file.stat().st_size < 0.6 * plain_file.model_file.stat().st_size
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-3)
+    assert (vecs * plain).sum(axis=1).min() > 0.99  # the table's rounding moves little
+    assert (vecs * fp32_vectors).sum(axis=1).min() > 0.98
