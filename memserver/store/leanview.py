@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from memserver.core.protocols import FileState
 from memserver.core.types import Chunk
 from memserver.store.index import CHUNKS, MEMORIES, IndexStore
-from memserver.store.readview import file_states, name_keys, path_keys, turn_key
+from memserver.store.readview import file_states, name_keys, path_keys, settle_ties, turn_key
 from memserver.store.schema import scope_pairs
 
 _COLUMNS = ["id", "project", "path", "start_line", "end_line", "origin", "language", "kind",
@@ -318,7 +318,7 @@ class LeanSnapshot:
     def _ann_rows(self, qv: np.ndarray, allowed: np.ndarray | None, k: int, memories: bool
                   ) -> list[tuple[int, float]]:  # fmt: skip
         """LanceDB's ANN search, then the mask (asking for more when the mask can drop hits)."""
-        hits = self.ann.search(qv, _ann_k(k, allowed), memories)
+        hits = settle_ties(self.ann.search(qv, _ann_k(k, allowed), memories), str)
         out = []
         for (_, score), row in zip(hits, self.rows_of([h for h, _ in hits], memories),
                                    strict=True):  # fmt: skip

@@ -39,17 +39,36 @@ def turn_key(path: str) -> str:
     return path.rstrip(_DIGITS).lower()
 
 
-def top_rows(scores: np.ndarray, allowed: np.ndarray, k: int) -> list[tuple[int, float]]:
+TIE = 1e-6  # scores closer than this are a tie: two searches sum a dot product differently
+
+
+def settle_ties(hits: Sequence[tuple[Any, float]], key: Callable[[Any], str]
+                ) -> list[tuple[Any, float]]:  # fmt: skip
+    """Hits best first, near-equal scores in `key` order, so the exact search and the
+    vector index rank the same rows the same way (each orders exact ties its own way)."""
+    ordered = sorted(hits, key=lambda h: -h[1])
+    out: list[tuple[Any, float]] = []
+    start = 0
+    for end in range(1, len(ordered) + 1):
+        if end == len(ordered) or ordered[start][1] - ordered[end][1] > TIE:
+            out += sorted(ordered[start:end], key=lambda h: key(h[0]))
+            start = end
+    return out
+
+
+def top_rows(scores: np.ndarray, allowed: np.ndarray, k: int,
+             key: Callable[[int], str]) -> list[tuple[int, float]]:  # fmt: skip
     """The k best allowed rows with a positive score: a vector at or below zero shares
-    nothing with the query, and the order of such ties is arbitrary."""
+    nothing with the query. Ties at the k-th score are settled by `key`, not by row order."""
     allowed = allowed & (scores > 0)
     masked = np.where(allowed, scores, -np.inf)
     k = min(k, int(allowed.sum()))
     if k <= 0:
         return []
-    idx = np.argpartition(-masked, k - 1)[:k]
-    order = idx[np.argsort(-masked[idx], kind="stable")]
-    return [(int(i), float(scores[i])) for i in order]
+    kth = -np.partition(-masked, k - 1)[k - 1]
+    idx = np.flatnonzero(masked >= kth - TIE)
+    hits = settle_ties([(int(i), float(scores[i])) for i in idx], key)
+    return hits[:k]
 
 
 @dataclass
@@ -136,14 +155,14 @@ class MemorySnapshot:
         if self.vectors is None:
             return []
         ok = self.embedded if allowed is None else self.embedded & allowed
-        return top_rows(self.vectors @ qv, ok, k)
+        return top_rows(self.vectors @ qv, ok, k, self.id_at)
 
     def dense_memories(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
                        ) -> list[tuple[int, float]]:  # fmt: skip
         if self.memory_vectors is None or not self.memory_ids:
             return []
         ok = np.ones(len(self.memory_ids), dtype=bool) if allowed is None else allowed
-        return top_rows(self.memory_vectors @ qv, ok, k)
+        return top_rows(self.memory_vectors @ qv, ok, k, self.memory_id_at)
 
     def memory_id_at(self, mrow: int) -> str:
         return self.memory_ids[mrow]

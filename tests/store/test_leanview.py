@@ -85,9 +85,9 @@ def _overlap(got, want, n: int) -> float:
 
 
 def test_lean_recall_matches_the_in_memory_path(engines, repo: Path) -> None:
-    """Same evidence, up to the order of exact ties: the hashing embedder gives equal
-    scores to same-shaped functions, and the two dense searches order ties differently,
-    which can move a fused rank by one."""
+    """Same evidence. The hashing embedder gives equal scores to same-shaped functions and
+    memories; both dense searches order such ties by id, so only a row the vector index
+    misses (it is approximate) can move a fused rank."""
     small, large = (e.recaller(rerank=False) for e in engines)
     for query in QUERIES:
         want = small.recall(query, rerank=False)

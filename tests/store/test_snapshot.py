@@ -117,3 +117,20 @@ def test_growing_past_ann_min_rows_switches_to_the_lean_view(
     (sample_repo / "src/extra.py").write_text("def brand_new(v):\n    return v * 2\n")
     engine.index()
     assert isinstance(recaller.snapshots(), LeanSnapshot)
+
+
+def test_dense_ties_are_ordered_by_id_not_by_row() -> None:
+    """Equal scores come back in id order whatever the rows' order, so the exact search and
+    the vector index (which orders exact ties its own way) rank tied rows the same way."""
+    import numpy as np
+
+    from memserver.store.readview import TIE, settle_ties, top_rows
+
+    scores = np.array([0.5, 0.9, 0.5, 0.5 + TIE / 2, 0.2, 0.5], dtype=np.float64)
+    ids = ["d", "z", "b", "c", "y", "a"]
+    allowed = np.ones(len(ids), dtype=bool)
+    top = top_rows(scores, allowed, 3, ids.__getitem__)
+    assert [ids[r] for r, _ in top] == ["z", "a", "b"]  # the tie at the third place: by id
+    reordered = settle_ties([(ids[r], float(scores[r])) for r in (3, 0, 5, 1, 2)], str)
+    assert [h for h, _ in reordered] == ["z", "a", "b", "c", "d"]
+    assert top_rows(scores, allowed & (scores < 0.3), 3, ids.__getitem__) == [(4, 0.2)]
