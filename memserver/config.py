@@ -36,7 +36,7 @@ class IndexSettings:
     batch_files: int = 200
     embed_batch_chunks: int = 256
     graph_workers: int = 1  # processes tagging for the code graph beside the chunker
-    memory_vectors: str = "definitions"  # or "own", "chunk", "none" (configs/default.toml)
+    memory_vectors: str = "none"  # or "definitions", "own", "chunk" (configs/default.toml)
 
     def walk_options(self) -> WalkOptions:
         return WalkOptions(
@@ -55,7 +55,7 @@ class EmbeddingSettings:
     sessions: int = 2  # model sessions embedding side by side while indexing (≤ cores)
     query_threads: int = 1
     cache_dir: str = ""  # "": fastembed's default (honours FASTEMBED_CACHE_PATH)
-    max_chars: int = 512  # characters of a chunk the model sees (configs/default.toml)
+    max_chars: int = 512  # of a chunk's code, the model sees this much (configs/default.toml)
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,9 @@ class RecallSettings:
     date_weight: float = 1.0
     rerank_candidates: int = 30
     # the default model's (retrieve/gate.py FITTED_GATES has the other models')
-    gate_weights: tuple[float, ...] = (14.9434, 19.1863, 5.1879, 1.5177, -1.0693)
-    gate_bias: float = -16.4682
-    gate_threshold: float = 0.64
+    gate_weights: tuple[float, ...] = (28.8438, 0.0, 5.2062, 1.8102, -6.0954)
+    gate_bias: float = -14.4702
+    gate_threshold: float = 0.6213
     ann_min_rows: int = 20_000  # from this many chunks on: ANN index, lean recall view
     ann_nprobes: int = 20
     ann_probe_factor: float = 5.4

@@ -297,6 +297,7 @@ class Engine:
             root=self.root, max_file_bytes=self.settings.index.max_file_bytes,
             tagger=Tagger(self.settings.chunking, workers=self.settings.index.graph_workers),
             memory_vectors=self.settings.index.memory_vectors,
+            code_chars=self.settings.embedding.max_chars,
         )  # fmt: skip
 
     def recaller(self, *, rerank: bool = True, store: IndexStore | None = None) -> Recaller:

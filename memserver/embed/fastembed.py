@@ -42,6 +42,8 @@ _KNOWN_DIMS = {
 
 
 _MAX_TOKENS = 256  # what the default model reads; longer texts are truncated by it
+# a chunk's name line and header, read before its first max_chars of code (text.passages)
+LABEL_CHARS = 256
 
 
 def known_dim(model: str) -> int:
@@ -199,7 +201,7 @@ class FastEmbedder:
             ) from exc
 
     def _clip(self, text: str) -> str:
-        return text[: self.settings.max_chars]
+        return text[: self.settings.max_chars + LABEL_CHARS]
 
     def embed_documents(
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from memserver.core.types import Chunk, MemoryDraft
-from memserver.text.terms import split_identifier, words
+from memserver.text.passages import name_line, phrase
 
 NAME = "heuristic-v1"
 _MAX_TEXT = 500
@@ -28,15 +28,6 @@ _KEYWORDS = frozenset(
     "import require include".split()
 )
 _CODE_KINDS = frozenset({"function", "method", "class"})
-
-
-def _phrase(identifier: str) -> str:
-    return " ".join(p for part in identifier.split(".") for p in split_identifier(part))
-
-
-def _path_words(path: str) -> str:
-    stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
-    return " ".join(words(stem.replace("/", " ")))
 
 
 def _signature(chunk: Chunk) -> str:
@@ -90,20 +81,18 @@ class HeuristicDistiller:
 
     def distill(self, chunk: Chunk) -> list[MemoryDraft]:
         symbol = chunk.symbol.split(", ")[0] if chunk.symbol else ""
-        where = f"{chunk.path} ({_path_words(chunk.path)})"
-        label = f"{chunk.kind} {symbol}" if symbol else f"{chunk.kind} in {chunk.path}"
-        named = f" ({_phrase(symbol)})" if symbol else ""
+        named = name_line(chunk.kind, symbol, chunk.path)
         drafts = [
             MemoryDraft(
                 type="definition",
                 key=(symbol or chunk.path)[:120],
-                text=f"{label}{named} defined in {where}: {_signature(chunk)}"[:_MAX_TEXT],
+                text=f"{named}: {_signature(chunk)}"[:_MAX_TEXT],
                 entities=tuple(e for e in (symbol, chunk.path) if e),
             )
         ]
         if chunk.kind not in _CODE_KINDS:
             return drafts
-        about = _phrase(symbol) or chunk.path
+        about = phrase(symbol) or chunk.path
         described = _comments(chunk.text)
         if described:
             drafts.append(
@@ -111,7 +100,7 @@ class HeuristicDistiller:
             )
         calls = _calls(chunk.text, symbol.rsplit(".", 1)[-1])
         if calls:
-            spoken = ", ".join(_phrase(c) for c in calls)
+            spoken = ", ".join(phrase(c) for c in calls)
             drafts.append(
                 MemoryDraft(
                     "procedure",

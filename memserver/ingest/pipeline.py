@@ -125,6 +125,7 @@ class Indexer:
         max_file_bytes: int = 1_000_000,
         memory_vectors: str = "own",
         tagger: Tagger | None = None,
+        code_chars: int | None = None,
     ) -> None:
         self.store = store
         # the code graph's tags (in a worker process on a large run)
@@ -139,6 +140,7 @@ class Indexer:
                 hint="fix the value in your config file or MEMSERVER_INDEX_MEMORY_VECTORS",
             )
         self.memory_vectors = memory_vectors
+        self.code_chars = code_chars  # of a chunk's code, the model reads this much
         self.keyword_only = keyword_only(memory_vectors)
         # whether the memories embedded under another setting lost their vectors (checked
         # once a process, before the first embedding)
@@ -380,11 +382,11 @@ class Indexer:
     def _embed_chunks(self, report: IndexReport, stop: Callable[[], bool] | None) -> bool:
         chunks, size, model = self.store.chunks, self.embed_batch, self.store.meta.embedder
         while batch := chunks.unembedded(size):
-            keys = {c.id: chunk_vector_key(model, c) for c in batch}
+            keys = {c.id: chunk_vector_key(model, c, self.code_chars) for c in batch}
             reused = self.store.reuse_vectors(chunks=keys)
             self.progress.advance(len(reused))
             todo = [c for c in batch if c.id not in reused]
-            texts = [embed_text(c) for c in todo]
+            texts = [embed_text(c, self.code_chars) for c in todo]
             got = self._embed_once(texts, stop)
             done = {todo[i].id: v for i, v in got.items()}
             self.store.store_vectors(chunks=done, keys=keys)

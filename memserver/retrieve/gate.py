@@ -34,19 +34,20 @@ Gate = tuple[tuple[float, ...], float, float]  # (weights over FEATURES, bias, t
 # The gate fitted on the DEV code bench (`memserver eval code --calibrate`, false
 # abstention at most 1.5 % on the fitting queries) for each model and `[index]
 # memory_vectors` (which memories have a vector: the "memory" signal is the best of their
-# cosines). The int8 copy's with "definitions" is the config's default
-# (configs/default.toml says what it gave). On the fitting queries (512 characters of a
-# chunk embedded) its "own" gate abstained 0.909 with 0.013 false (left out in turn,
-# click / cobra / mongoose 0.909 / 1.0 / 0.864 with 0.040 / 0 / 0.032), its "none" gate
-# 0.879 with 0.013 (0.864 / 0.955 / 0.682 with 0.040 / 0.008 / 0.008); the fp32
-# model's "own" gate (2,000 characters) 0.909 with 0.016. A pair not fitted takes the
-# model's "own" gate.
+# cosines). The int8 copy's with "none" is the config's default (configs/default.toml
+# says what it gave). The others were fitted before a chunk's embedded text opened with
+# its name line (text.passages), on 512 characters of a chunk: the int8 copy's "own"
+# gate abstained 0.909 with 0.013 false (left out in turn, click / cobra / mongoose
+# 0.909 / 1.0 / 0.864 with 0.040 / 0 / 0.032), its "definitions" gate 0.894 with 0.013;
+# the fp32 model's "own" gate (2,000 characters) 0.909 with 0.016. A pair not fitted
+# takes the model's "own" gate, or with "none" (no memory has a vector) the config's.
 FITTED_GATES: dict[tuple[str, str], Gate] = {
     (FP32_MODEL, "own"): ((18.4196, 14.5424, 3.9074, 1.2029, -5.2954), -16.1027, 0.6305),
     (DEFAULT_MODEL, "own"): ((17.0593, 17.5579, 3.6558, 0.9637, -0.8807), -17.1668, 0.6478),
-    (DEFAULT_MODEL, "none"): ((28.0338, 0.0, 4.3577, 1.8468, -4.4887), -13.9623, 0.5162),
-    (DEFAULT_MODEL, "definitions"): (RecallSettings.gate_weights, RecallSettings.gate_bias,
-                                     RecallSettings.gate_threshold),
+    (DEFAULT_MODEL, "definitions"): ((14.9434, 19.1863, 5.1879, 1.5177, -1.0693), -16.4682,
+                                     0.64),
+    (DEFAULT_MODEL, "none"): (RecallSettings.gate_weights, RecallSettings.gate_bias,
+                              RecallSettings.gate_threshold),
 }  # fmt: skip
 
 
@@ -75,7 +76,10 @@ def gate_for(settings: RecallSettings, model: str, memory_vectors: str) -> Recal
     """`settings` with the gate fitted for `model` and `memory_vectors`, when there is one
     and the settings hold the default gate (a gate set in the config or the environment is
     kept as it is)."""
-    fitted = FITTED_GATES.get((model, memory_vectors)) or FITTED_GATES.get((model, "own"))
+    fitted = FITTED_GATES.get((model, memory_vectors))
+    if fitted is None and memory_vectors != "none":
+        # "own" weighs a memory signal that "none" never has; it keeps the config's gate
+        fitted = FITTED_GATES.get((model, "own"))
     default = RecallSettings()
     mine = (settings.gate_weights, settings.gate_bias, settings.gate_threshold)
     if fitted is None or mine != (default.gate_weights, default.gate_bias,

@@ -5,18 +5,47 @@ from __future__ import annotations
 import hashlib
 
 from memserver.core.types import Chunk
+from memserver.text.terms import split_identifier, words
 
-__all__ = ["chunk_vector_key", "embed_text", "vector_key"]
+__all__ = ["chunk_vector_key", "embed_text", "name_line", "path_words", "phrase", "vector_key"]
 
 
-def embed_text(chunk: Chunk) -> str:
-    """Where the chunk is and what it is, then the code.
+def phrase(identifier: str) -> str:
+    """`HttpClient.send_all` → `http client send all`."""
+    return " ".join(p for part in identifier.split(".") for p in split_identifier(part))
+
+
+def path_words(path: str) -> str:
+    """`src/http_client.py` → `src http client`."""
+    stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+    return " ".join(words(stem.replace("/", " ")))
+
+
+def name_line(kind: str, symbol: str, path: str) -> str:
+    """What a unit is, in code and in words: `function parse_config (parse config) defined
+    in app/config.py (app config)`; without a path, the same up to `defined`."""
+    named = f"{kind} {symbol} ({', '.join(phrase(s) for s in symbol.split(', '))})"
+    if not path:
+        return named if symbol else kind
+    where = f"defined in {path} ({path_words(path)})"
+    return f"{named} {where}" if symbol else f"{kind} {where}"
+
+
+def _file_text(chunk: Chunk, path: str, code_chars: int | None) -> str:
+    head = name_line(chunk.kind, chunk.symbol, path)
+    return "\n".join(p for p in (head, chunk.header, chunk.text[:code_chars]) if p)
+
+
+def embed_text(chunk: Chunk, code_chars: int | None = None) -> str:
+    """What the chunk is and where, in words as well as names, then its first `code_chars`
+    characters (`embedding.max_chars`): a question in prose meets `parseHTTPResponse` in
+    `net/http_util.py` on `parse http response` and `net http util`, however long the code.
 
     A note or a conversation turn has no meaningful path: its words are what a
     question matches."""
     if chunk.origin != "file":
         return chunk.text
-    return "\n".join(p for p in (chunk.path, chunk.header, chunk.symbol, chunk.text) if p)
+    return _file_text(chunk, chunk.path, code_chars)
 
 
 def vector_key(model: str, text: str) -> str:
@@ -29,10 +58,10 @@ def vector_key(model: str, text: str) -> str:
     return h.hexdigest()[:32]
 
 
-def chunk_vector_key(model: str, chunk: Chunk) -> str:
-    """The key of a chunk's vector: its embedded text less the path line, so a file that
+def chunk_vector_key(model: str, chunk: Chunk, code_chars: int | None = None) -> str:
+    """The key of a chunk's vector: its embedded text less the path, so a file that
     moves (or a tree that moves it between versions) keeps its chunks' vectors. The
     vector then names the old path; the keyword index has the new one."""
     if chunk.origin != "file":
         return vector_key(model, chunk.text)
-    return vector_key(model, "\n".join(p for p in (chunk.header, chunk.symbol, chunk.text) if p))
+    return vector_key(model, _file_text(chunk, "", code_chars))

@@ -36,11 +36,16 @@ def test_fastembed_model_embeds_documents_in_input_order() -> None:
 
 @requires_model
 def test_a_document_is_clipped_at_max_chars_and_a_query_is_not() -> None:
+    """A chunk's text (text.passages) is its name line and header, then its first
+    max_chars of code: the embedder reads that much and no more."""
+    from memserver.embed.fastembed import LABEL_CHARS
+
     emb = make_embedder(EmbeddingSettings(max_chars=64))
-    head = "def parse_config(path):\n    return load(path)  # read the settings"[:64]
+    head = "def parse_config(path):\n    return load(path)  # read the settings\n" * 6
+    head = head[: 64 + LABEL_CHARS]
     tail = " then retry every failed HTTP request with exponential backoff and jitter"
     whole, clipped = emb.embed_documents([head + tail, head])
-    assert cosine(whole, clipped) > 0.9999  # the model never saw past max_chars
+    assert cosine(whole, clipped) > 0.9999  # the model never saw past the clip
     assert cosine(emb.embed_query(head + tail), emb.embed_query(head)) < 0.99
     assert len(head + tail) < QUERY_CHARS
 

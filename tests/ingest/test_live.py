@@ -16,7 +16,8 @@ def _batch(*paths: str) -> Batch:
 
 
 def _module(n: int) -> str:
-    return "\n\n".join(f"def step_{n}_{j}(value):\n    return value * {j + 2}\n" for j in range(6))
+    """One small chunk: a step of `_STEP` of them stays under the step's characters."""
+    return "\n\n".join(f"def step_{n}_{j}(value):\n    return value * {j + 2}\n" for j in range(3))
 
 
 def test_embedding_gives_way_to_waiting_changes_and_finishes_when_quiet(
@@ -34,7 +35,7 @@ def test_embedding_gives_way_to_waiting_changes_and_finishes_when_quiet(
     assert report.files_indexed == len(paths) and report.chunks_embedded == _STEP
     assert report.chunks_unembedded == 4 and live.embedding_left
     assert engine.open_store().chunks.count_unembedded() == 4
-    assert "def step_19_5" in engine.recaller(rerank=False).recall("step_19_5").evidence[0].text
+    assert "def step_19_2" in engine.recaller(rerank=False).recall("step_19_2").evidence[0].text
 
     waiting[0] = False
     live.tick()  # what the watcher calls once the tree is quiet

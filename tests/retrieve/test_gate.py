@@ -63,6 +63,8 @@ def test_each_model_and_memory_setting_gets_the_gate_fitted_for_it_unless_the_co
     assert gate_of(fp32) == FITTED_GATES[(FP32_MODEL, "own")] != gate_of(default)
     # a setting not fitted for the model: the model's "own" gate
     assert gate_for(default, FP32_MODEL, "definitions") == fp32
+    # without memory vectors the "own" gate would count a memory signal that is never there
+    assert gate_for(default, FP32_MODEL, "none") == default
     assert gate_for(default, "hashing", "own") == default  # no fitted gate: the config's
     mine = RecallSettings(gate_threshold=0.8)
     assert gate_for(mine, FP32_MODEL, "own") == mine
@@ -72,7 +74,8 @@ def test_an_engine_on_the_fp32_model_uses_its_gate_and_a_configured_gate_wins(
     tmp_path: Path,
 ) -> None:
     root = write_tree(tmp_path / "repo", {"a.py": "def f():\n    return 1\n"})
-    engine = Engine(root, tmp_path / "idx", embedder_flag=FP32_MODEL, env={})
+    own = {"MEMSERVER_INDEX_MEMORY_VECTORS": "own"}
+    engine = Engine(root, tmp_path / "idx", embedder_flag=FP32_MODEL, env=own)
     assert engine.settings.recall.gate_threshold == FITTED_GATES[(FP32_MODEL, "own")][2]
     env = {"MEMSERVER_RECALL_GATE_THRESHOLD": "0.75"}
     assert Engine(root, tmp_path / "idx", embedder_flag=FP32_MODEL,
