@@ -12,9 +12,9 @@ Set FASTEMBED_CACHE_PATH (and HF_HUB_OFFLINE=1) first. Per corpus:
    index already built from CORPUS, read as it is), in a subprocess: its
    `seconds_embedding` and wall time.
 2. The texts memserver embedded, read from the index's `chunks` and `memories`
-   tables (read-only): a file chunk as its path, header, symbol and code (as
-   `memserver.ingest.pipeline.embed_text` builds it, clipped to
-   `[embedding] max_chars`), a memory as its text. Model tokens are counted with
+   tables (read-only): a file chunk as `memserver.text.passages.embed_text`
+   builds it (name line, header, the first `[embedding] max_chars` of code),
+   clipped as FastEmbedder clips it, a memory as its text. Model tokens are counted with
    the model's own tokenizer (`tokenizer.json` from the fastembed cache),
    special tokens included, truncated at 256 like fastembed does. Reported:
    model tokens embedded per source token (the model tokenizer over the whole
@@ -55,10 +55,14 @@ from pathlib import Path
 from typing import Any
 
 from memserver.config import EmbeddingSettings
+from memserver.embed.fastembed import LABEL_CHARS
+from memserver.store.chunks import chunk_from_row
+from memserver.text.passages import embed_text
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256
-MAX_CHARS = EmbeddingSettings.max_chars  # [embedding] max_chars: FastEmbedder clips to it
+MAX_CHARS = EmbeddingSettings.max_chars  # [embedding] max_chars: of a chunk's code
+CLIP = MAX_CHARS + LABEL_CHARS  # FastEmbedder clips every document to this
 SOURCE_SUFFIXES = {".py", ".go", ".java", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".rs"}
 
 
@@ -124,14 +128,8 @@ def run_index(root: Path, index_dir: Path) -> dict[str, Any]:
 
 
 def chunk_text(row: dict[str, Any]) -> str:
-    """What memserver's indexer hands the embedder for a chunk (keep in step with
-    `memserver.ingest.pipeline.embed_text` and FastEmbedder's clip)."""
-    if row["origin"] != "file":
-        text = row["text"]
-    else:
-        parts = (row["path"], row["header"], row["symbol"], row["text"])
-        text = "\n".join(p for p in parts if p)
-    return text[:MAX_CHARS]
+    """What memserver's indexer hands the embedder for a chunk."""
+    return embed_text(chunk_from_row(row), MAX_CHARS)[:CLIP]
 
 
 def embedded_texts(index_dir: Path) -> dict[str, list[str]]:
@@ -139,11 +137,10 @@ def embedded_texts(index_dir: Path) -> dict[str, list[str]]:
 
     where = index_dir / "lance" if (index_dir / "lance").is_dir() else index_dir
     db = lancedb.connect(str(where))
-    cols = ["origin", "path", "header", "symbol", "text", "valid_to", "embedded"]
-    rows = db.open_table("chunks").to_arrow().select(cols).to_pylist()
+    rows = db.open_table("chunks").to_arrow().to_pylist()
     chunks = [chunk_text(r) for r in rows if r["valid_to"] is None and r["embedded"]]
     mrows = db.open_table("memories").to_arrow().select(["text", "status", "embedded"])
-    memories = [r["text"][:MAX_CHARS] for r in mrows.to_pylist() if r["embedded"]]
+    memories = [r["text"][:CLIP] for r in mrows.to_pylist() if r["embedded"]]
     return {"chunks": chunks, "memories": memories}
 
 

@@ -77,9 +77,44 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+# LanceDB imports the REST namespace client's models at import time, and the client's
+# package runs all of its API modules first (pydantic validators on hundreds of methods):
+# 0.7 of the 1.5 s `import lancedb` took, in every `index` and `serve`, for a client only a
+# remote namespace uses. Its package is stood in for by a shell that finds the same
+# submodules and runs the real package body on first use of one of its names.
+_REST_CLIENT = "lance_namespace_urllib3_client"
+
+
+def _defer_rest_client() -> None:
+    import importlib.util
+    import sys
+    import types
+
+    if _REST_CLIENT in sys.modules:
+        return
+    spec = importlib.util.find_spec(_REST_CLIENT)
+    if spec is None or spec.loader is None or not spec.submodule_search_locations:
+        return
+    shell = types.ModuleType(_REST_CLIENT)
+    shell.__spec__, shell.__loader__ = spec, spec.loader
+    shell.__file__, shell.__path__ = spec.origin, list(spec.submodule_search_locations)
+    loaded: list[bool] = []
+
+    def load(name: str) -> Any:
+        if loaded:  # the real body ran: the name is not there
+            raise AttributeError(f"module {_REST_CLIENT!r} has no attribute {name!r}")
+        loaded.append(True)
+        spec.loader.exec_module(shell)  # type: ignore[union-attr]
+        return getattr(shell, name)
+
+    shell.__getattr__ = load  # type: ignore[method-assign]
+    sys.modules[_REST_CLIENT] = shell
+
+
 def connect(path: Path) -> Db:
     """A connection whose reads see every commit, also by another handle or process (the
     server's long-lived reader vs. `memserver index`)."""
+    _defer_rest_client()
     import lancedb
 
     return lancedb.connect(str(path), read_consistency_interval=timedelta(0))

@@ -1,0 +1,35 @@
+"""LanceDB opens without running the REST namespace client's API modules, and the client
+is whole when something asks for it (a fresh interpreter each: other tests import it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = """
+import sys
+from pathlib import Path
+import pyarrow as pa
+from memserver.store.lancedb import connect
+db = connect(Path(sys.argv[1]))
+db.create_table("t", pa.table({"id": ["a", "b"]}))
+assert db.open_table("t").count_rows() == 2
+api = [m for m in sys.modules if m.startswith("lance_namespace_urllib3_client.api")]
+assert not api, api
+import lance_namespace_urllib3_client as client
+from lance_namespace_urllib3_client import ApiClient
+assert client.__version__ and client.ApiClient is ApiClient
+assert any(m.startswith("lance_namespace_urllib3_client.api") for m in sys.modules)
+try:
+    client.no_such_name
+except AttributeError:
+    print("ok")
+"""
+
+
+def test_the_rest_client_is_loaded_only_when_used(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "db")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ok"
