@@ -55,7 +55,7 @@ class EmbeddingSettings:
     sessions: int = 2  # model sessions embedding side by side while indexing (≤ cores)
     query_threads: int = 1
     cache_dir: str = ""  # "": fastembed's default (honours FASTEMBED_CACHE_PATH)
-    max_chars: int = 512  # of a chunk's code, the model sees this much (configs/default.toml)
+    max_chars: int = 384  # of a chunk's code, the model sees this much (configs/default.toml)
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,9 @@ class RecallSettings:
     date_weight: float = 1.0
     rerank_candidates: int = 30
     # the default model's (retrieve/gate.py FITTED_GATES has the other models')
-    gate_weights: tuple[float, ...] = (28.8438, 0.0, 5.2062, 1.8102, -6.0954)
-    gate_bias: float = -14.4702
-    gate_threshold: float = 0.6213
+    gate_weights: tuple[float, ...] = (28.6941, 0.0, 4.4246, 1.9819, -5.9538)
+    gate_bias: float = -14.2289
+    gate_threshold: float = 0.6298
     ann_min_rows: int = 20_000  # from this many chunks on: ANN index, lean recall view
     ann_nprobes: int = 20
     ann_probe_factor: float = 5.4
