@@ -116,6 +116,11 @@ def print_index_report(r: IndexReport) -> None:
             else ""
         )
     )
+    if r.chunks_embedded_again:
+        out.print(
+            f"  {r.chunks_embedded_again} chunks embedded again: what the model reads of a "
+            "chunk changed since they were embedded"
+        )
     if r.vectors_pending:
         out.print(f"  [yellow]vectors pending:[/] {safe(r.vectors_pending)}")
     out.print(

@@ -24,6 +24,7 @@ from memserver.embed import QUERY_CHARS, embedder_identity, make_embedder
 from memserver.retrieve.gate import gate_for
 from memserver.store import statecache
 from memserver.store.meta import read_meta
+from memserver.text.passages import passages_id
 
 # bumped when an index gains a part older indexes lack (2: the whole-file keyword index,
 # 3: the code graph's tables, 4: references without ids): a run then skips the stat cache's
@@ -239,7 +240,8 @@ class Engine:
         git = head(self.root)
         name, dim = self.embedder_identity()
         key = (f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}|layout {STORE_LAYOUT}"
-               f"|memory vectors {self.settings.index.memory_vectors}")  # fmt: skip
+               f"|memory vectors {self.settings.index.memory_vectors}"
+               f"|{passages_id(self.settings.embedding.max_chars)}")  # fmt: skip
         saved = None if rebuild or ci else statecache.unchanged(self.index_dir, key, walked.files)
         if saved and saved.get("chunks_unembedded") == 0:
             report.skipped.update({s.path: s.reason for s in walked.skipped})

@@ -273,6 +273,9 @@ class IndexReport:
     # for memories that share it), and the distinct texts the model actually embedded
     chunks_reused: int = 0
     memories_reused: int = 0
+    # file chunks whose vectors were dropped at the start of the run: what the model reads
+    # of a chunk changed since they were embedded (a release, `[embedding] max_chars`)
+    chunks_embedded_again: int = 0
     texts_embedded: int = 0
     tokens: int = 0
     seconds: float = 0.0
@@ -311,6 +314,7 @@ class IndexReport:
             "memories_embedded": self.memories_embedded,
             "chunks_reused": self.chunks_reused,
             "memories_reused": self.memories_reused,
+            "chunks_embedded_again": self.chunks_embedded_again,
             "texts_embedded": self.texts_embedded,
             "tokens": self.tokens,
             "seconds": round(self.seconds, 3),

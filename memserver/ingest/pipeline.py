@@ -37,7 +37,7 @@ from memserver.ingest.memories import MemoryPlanner
 from memserver.ingest.tagging import Tagger
 from memserver.store.graphpart import graph_part
 from memserver.store.index import IndexStore, memories_where
-from memserver.text.passages import chunk_vector_key, embed_text, vector_key
+from memserver.text.passages import chunk_vector_key, embed_text, passages_id, vector_key
 from memserver.text.secrets import mask_code, masked_counts
 
 _STEP = 16  # chunks embedded between two looks at a stop condition
@@ -357,6 +357,10 @@ class Indexer:
         if self.keyword_only and not self._kept_to_setting:  # once a process: a scan
             self.store.drop_memory_vectors(self.keyword_only)
             self._kept_to_setting = True
+        if self.store.meta.passages != passages_id(self.code_chars):
+            report.chunks_embedded_again = self.store.embed_files_again(
+                passages_id(self.code_chars)
+            )
         try:  # a bar each: its total is what the summary counts as embedded
             self._phase("chunks", chunks.count_unembedded)
             chunks_done = self._embed_chunks(report, stop)

@@ -113,6 +113,17 @@ class ChunkRows:
         """Current chunks that still lack a vector (the resumable embedding phase)."""
         return self.find(f"embedded = false AND {_CURRENT}", limit)
 
+    def drop_file_vectors(self) -> int:
+        """Current file chunks with a vector lose it: the next embedding phase embeds them
+        again (what the model reads of a chunk changed). How many did."""
+        selected = f"embedded = true AND origin = 'file' AND {_CURRENT}"
+        with lance_errors("count the chunks"):
+            n = ldb.count(self.table, selected)
+        if n:
+            with lance_errors(f"drop the vectors of {n} chunks"):
+                ldb.update_where(self.table, selected, {"embedded": False})
+        return n
+
     def count_unembedded(self) -> int:
         with lance_errors("count the chunks"):
             return ldb.count(self.table, f"embedded = false AND {_CURRENT}")

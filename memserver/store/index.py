@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -473,6 +474,15 @@ class IndexStore:
         after the memories table lost rows: code memories are made again)."""
         with self.writing():
             self.files.write([], list(self.files.read()))
+
+    def embed_files_again(self, passages: str) -> int:
+        """The file chunks embedded from another text than `passages` names lose their
+        vectors, and the index records `passages`: the vectors go first, so a crash in
+        between leaves the old record and the next run drops them (none are new yet)."""
+        n = self.chunks.drop_file_vectors()
+        self.meta = replace(self.meta, passages=passages)
+        write_meta(self.dir, self.meta)
+        return n
 
     def finish_run(self, commit: str, branch: str, chunker: str) -> None:
         self.meta = self.meta.with_run(

@@ -27,6 +27,9 @@ class IndexMeta:
     git_commit: str = ""
     git_branch: str = ""
     chunker: str = ""  # chunker version + settings digest; a change re-chunks every file
+    # what the model reads of a file chunk (text.passages.passages_id); a change embeds
+    # every current file chunk again ("": an index from before it was recorded)
+    passages: str = ""
 
     def with_run(self, *, indexed_at: str, git_commit: str, git_branch: str, chunker: str
                  ) -> IndexMeta:  # fmt: skip

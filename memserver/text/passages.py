@@ -7,7 +7,19 @@ import hashlib
 from memserver.core.types import Chunk
 from memserver.text.terms import split_identifier, words
 
-__all__ = ["chunk_vector_key", "embed_text", "name_line", "path_words", "phrase", "vector_key"]
+__all__ = [
+    "chunk_vector_key", "embed_text", "name_line", "passages_id", "path_words", "phrase",
+    "vector_key",
+]  # fmt: skip
+
+# bump when `embed_text` changes what the model reads of a file chunk: indexes embedded
+# from the older text embed their file chunks again (store.meta `passages`)
+PASSAGES_VERSION = 2
+
+
+def passages_id(code_chars: int | None) -> str:
+    """What the model reads of a file chunk, as an index records it."""
+    return f"v{PASSAGES_VERSION}-code-{code_chars if code_chars is not None else 'all'}"
 
 
 def phrase(identifier: str) -> str:

@@ -11,6 +11,7 @@ import pytest
 from memserver.core.errors import ConfigError
 from memserver.engine import Engine
 from memserver.ingest.pipeline import keyword_only
+from memserver.store import statecache
 from memserver.text.passages import chunk_vector_key
 from tests.conftest import SAMPLE, write_tree
 
@@ -176,3 +177,28 @@ def test_progress_counts_chunks_and_memories_apart_as_the_summary_does(tmp_path:
     assert moved.chunks_reused > 0
     assert seen.phases["chunks"] == [moved.chunks_embedded] * 2
     assert seen.phases["memories"] == [moved.memories_embedded] * 2
+
+
+def test_an_index_embedded_from_another_chunk_text_embeds_its_chunks_again(
+    tmp_path: Path,
+) -> None:
+    """An index from a release whose model read another text of a chunk (or another
+    `[embedding] max_chars`) embeds its file chunks again, once; a fresh index does not."""
+    import json
+
+    root = write_tree(tmp_path / "repo", SAMPLE)
+    first = _engine(root).index()
+    assert first.chunks_embedded > 0 and first.chunks_embedded_again == 0
+    meta_file = root.parent / "index" / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta.pop("passages")  # as an index written before the record existed
+    meta_file.write_text(json.dumps(meta))
+    statecache.forget(meta_file.parent)  # whose run left another state key
+    again = _engine(root).index()
+    files = _engine(root).open_store().chunks.count_current(origin="file")
+    assert again.chunks_embedded_again == files == again.chunks_embedded
+    assert again.texts_embedded == files and again.memories_embedded == 0
+    assert _engine(root).index().chunks_embedded_again == 0  # recorded: once
+    env = {"MEMSERVER_INDEX_MEMORY_VECTORS": "own", "MEMSERVER_EMBEDDING_MAX_CHARS": "100"}
+    shorter = Engine(root, root.parent / "index", embedder_flag="hashing", env=env).index()
+    assert shorter.chunks_embedded_again == files and shorter.texts_embedded == files
