@@ -403,8 +403,13 @@ def vector_index_kind(rows_: int) -> str:
     return "IVF_SQ" if rows_ >= _SQ_MIN_ROWS else "IVF_FLAT"
 
 
+_EMBEDDED = "embedded = true"  # rows without a vector hold zeros: k-means cannot use them
+
+
 def needs_vector_index(table: Table, min_rows: int, retrain: bool) -> bool:
-    rows_ = count(table)
+    """Whether the table's embedded rows (not its rows: memories searched by keyword alone
+    have no vector, and 68k of them made k-means fail) call for a vector index now."""
+    rows_ = count(table, _EMBEDDED)
     if min_rows <= 0 or rows_ < min_rows:
         return False
     indexed, kind = vector_index(table)
@@ -419,7 +424,7 @@ def create_vector_index(table: Table) -> None:
     A B-tree on `id` comes with it (evidence is read by id)."""
     from lancedb.index import BTree, IvfFlat, IvfSq
 
-    rows_ = count(table)
+    rows_ = count(table, _EMBEDDED)
     partitions = max(1, min(4096, round(rows_**0.5)))
     config: Any = IvfFlat(distance_type="dot", num_partitions=partitions, max_iterations=10)
     if vector_index_kind(rows_) == "IVF_SQ":

@@ -76,6 +76,8 @@ def test_index_run_builds_the_vector_index(engines) -> None:
     store = large.open_store()
     assert store.chunks.count_current() >= 50
     assert store.vector_index("chunks")[0] >= 50
+    # memories searched by keyword alone (the default) have no vector to train on
+    assert store.memories.count_unembedded() >= 50 and store.vector_index("memories") == (0, "")
     assert isinstance(large.recaller().snapshots(), LeanSnapshot)
     assert not isinstance(engines[0].recaller().snapshots(), LeanSnapshot)
 
@@ -181,7 +183,8 @@ def test_a_vector_index_rewritten_by_compaction_is_trained_again(
 
     tree = tmp_path / "tree"
     shutil.copytree(repo, tree)
-    engine = Engine(tree, tmp_path / "index", embedder_flag="hashing", env={},
+    own = {"MEMSERVER_INDEX_MEMORY_VECTORS": "own"}  # memories with vectors: both indexed
+    engine = Engine(tree, tmp_path / "index", embedder_flag="hashing", env=own,
                     overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
     engine.index()
     compacted: list[dict[str, str]] = []
