@@ -137,7 +137,7 @@ def embedded_texts(index_dir: Path) -> dict[str, list[str]]:
 
     where = index_dir / "lance" if (index_dir / "lance").is_dir() else index_dir
     db = lancedb.connect(str(where))
-    rows = db.open_table("chunks").to_arrow().to_pylist()
+    rows = db.open_table("chunks").to_arrow().drop_columns(["vector"]).to_pylist()
     chunks = [chunk_text(r) for r in rows if r["valid_to"] is None and r["embedded"]]
     mrows = db.open_table("memories").to_arrow().select(["text", "status", "embedded"])
     memories = [r["text"][:CLIP] for r in mrows.to_pylist() if r["embedded"]]
