@@ -34,7 +34,7 @@ from memserver.store.schema import scope_pairs
 
 _COLUMNS = ["id", "project", "path", "start_line", "end_line", "origin", "language", "kind",
             "symbol", "tokens", "scope", "embedded", "event_time", "speaker", "turn"]  # fmt: skip
-_MEMORY_COLUMNS = ["id", "source_ids", "status", "scope"]
+_MEMORY_COLUMNS = ["id", "source_ids", "status", "scope", "embedded"]
 _MAX_WIDEN = 4.0  # a dense search asks for at most this many times k rows
 
 
@@ -237,6 +237,7 @@ class LeanSnapshot:
         default_factory=lambda: Csr(np.zeros(1, np.int64), np.zeros(0, np.int32))
     )
     memory_scopes: Coded | None = None
+    memory_vectors: int = 0  # active memories with a vector: none, and no memory ANN search
     stale_rows: set[int] = field(default_factory=set)
     _path_codes: dict[str, int] | None = None  # path → its code, made when first asked
     large = True
@@ -311,7 +312,7 @@ class LeanSnapshot:
         memory_allowed: np.ndarray | None,
     ) -> None:
         requests = [(_ann_k(k, allowed), False)]
-        if memory_k is not None:
+        if memory_k is not None and self.memory_vectors:
             requests.append((_ann_k(memory_k, memory_allowed), True))
         self.ann.prefetch(qv, requests)
 
@@ -332,6 +333,11 @@ class LeanSnapshot:
 
     def dense_memories(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
                        ) -> list[tuple[int, float]]:  # fmt: skip
+        """Memories searched by keyword alone (`[index] memory_vectors`) have zero vectors:
+        without one vector among them the search is skipped, not run over every row (a
+        flat scan of Django's 70k memories took 100 ms of each recall)."""
+        if not self.memory_vectors:
+            return []
         return self._ann_rows(qv, allowed, k, memories=True)
 
     def memory_id_at(self, mrow: int) -> str:
@@ -462,6 +468,7 @@ def _load_memories(store: IndexStore, snap: LeanSnapshot) -> None:
     snap.memory_row = IdRows(mids)
     snap.memory_source = Csr(kept_offsets, rows[keep].astype(np.int32))
     snap.memory_scopes = _scoped(mt.column("scope"))
+    snap.memory_vectors = int(pc.sum(mt.column("embedded")).as_py() or 0)
     stale = mt.column("status").to_numpy(zero_copy_only=False) == "stale"
     firsts = offsets[:-1]
     has_first = np.diff(offsets) > 0

@@ -247,3 +247,42 @@ def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
     table.optimize()
     assert store.chunks.texts_at(snap.row_ids[rows].tolist(), [i for i, _ in before]) is None
     assert [(c.id, c.text) for c in snap.fetch(rows)] == before
+
+
+def test_memories_without_vectors_are_not_searched_by_vector(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memories kept for keyword search alone have zero vectors: the lean view skips their
+    vector search (a flat scan over every row otherwise) until one of them has a vector."""
+    import numpy as np
+
+    from memserver.core.requests import Note
+    from memserver.engine import Engine
+    from memserver.store.index import IndexStore
+
+    engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
+                    overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+    engine.index()
+    searched: list[str] = []
+    real = IndexStore.ann_search
+
+    def counted(self, name, *args, **kw):
+        searched.append(name)
+        return real(self, name, *args, **kw)
+
+    monkeypatch.setattr(IndexStore, "ann_search", counted)
+    recaller = engine.recaller(rerank=False)
+    snap = recaller.snapshots()
+    assert isinstance(snap, LeanSnapshot) and snap.memory_vectors == 0
+    note = "The frobnication queue drains on shutdown after the ledger is flushed."
+    qv = np.asarray(recaller.embedder.embed_documents([note])[0], dtype=np.float32)
+    assert snap.dense_memories(qv, 10, None) == [] and "memories" not in searched
+    assert recaller.recall("compute the invoice tax for a ledger entry").evidence
+    assert "memories" not in searched and "chunks" in searched
+
+    remembered = engine.memory_service().remember(Note(note))
+    snap = engine.recaller(rerank=False).snapshots()
+    assert isinstance(snap, LeanSnapshot) and snap.memory_vectors >= 1
+    hits = snap.dense_memories(qv, 10, None)
+    assert "memories" in searched
+    assert {snap.memory_id_at(m) for m, _ in hits} & set(remembered.memory_ids)
