@@ -95,8 +95,9 @@ class RecallSettings:
     title_weight: float = 4.0  # a title word counts this many times more
     long_candidates: int = 300  # chunks each arm of a long query returns
     long_file_candidates: int = 200  # files the whole-file keyword arm returns
+    long_dense_candidates: int = 100  # chunks a long query's dense arm returns
     file_weights: tuple[float, ...] = (1.0, 0.3, 0.3, 0.3, 0.5)  # file chunk names paths dense
-    long_dense: bool = False  # embed a long query for dense arms (off: measured worse, slower)
+    long_dense: bool = True  # embed a long query's prose for its dense arm (configs/default.toml)
     secondary_weight: float = 0.3  # tests, docs, examples, vendored, generated, data files
     second_chunk_weight: float = 0.7  # a file's n-th chunk ranks at its score times this**n
     chunk_name_weight: float = 0.05  # within a file: a chunk whose symbol the query names

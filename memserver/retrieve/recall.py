@@ -180,10 +180,14 @@ class Recaller:
         budget: int, max_files: int, explain: bool, fmt: str,
     ) -> RecallResult:  # fmt: skip
         s = self.settings
-        qvs = self._query_vectors(snap, lambda: dense_texts(plan, self.dense_chars)) if (
-            s.long_dense) else []  # fmt: skip
+
+        def query_vectors() -> list[np.ndarray]:
+            if not s.long_dense:
+                return []
+            return self._query_vectors(snap, lambda: dense_texts(plan, self.dense_chars))
+
         answer = retrieve_long(
-            snap, self.keyword, self.files, plan, qvs, masks, s,
+            snap, self.keyword, self.files, plan, query_vectors, masks, s,
             include_memories=include_memories, k=k if fmt != "map" else s.map_files,
             evidence_of=lambda fused, via: self._evidence(snap, fused, via),
             reorder=self.file_order,

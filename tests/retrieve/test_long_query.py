@@ -140,6 +140,34 @@ def test_a_short_question_keeps_the_short_path(recaller) -> None:
     assert "long_share" not in result.signals and "dense" in result.signals
 
 
+def test_a_long_query_embeds_its_prose_once_unless_told_not_to(recaller, monkeypatch) -> None:
+    """By default a task's title and prose are embedded (one text: the code sample is not)
+    for a dense arm and the file signal `dense`; `[recall] long_dense = false` leaves both
+    out and embeds nothing."""
+    from dataclasses import replace
+
+    embedded: list[list[str]] = []
+    real = recaller.embedder.embed_documents
+
+    def counted(texts, *args, **kw):
+        embedded.append(list(texts))
+        return real(texts, *args, **kw)
+
+    monkeypatch.setattr(recaller.embedder, "embed_documents", counted)
+    result = recaller.recall(ISSUE, explain=True)
+    assert len(embedded) == 1 and len(embedded[0]) == 1
+    assert embedded[0][0].startswith("Session.resolve_redirects() ignores max_redirects")
+    assert ">>> s = Session" not in embedded[0][0]  # the code sample is left out
+    routes = {r for e in result.evidence for r in e.routes}
+    assert "file:dense" in routes and "dense" in routes
+    embedded.clear()
+    monkeypatch.setattr(recaller, "settings", replace(recaller.settings, long_dense=False))
+    plain = recaller.recall(ISSUE, explain=True)
+    routes = {r for e in plain.evidence for r in e.routes}
+    assert not embedded and "file:dense" not in routes and "dense" not in routes
+    assert _files(plain)[0] == "lib/session.py"
+
+
 def test_a_short_question_puts_tests_after_the_code_unless_it_asks_for_tests(recaller) -> None:
     question = "resolve redirects follows location max redirects"
     ranked = [e.path for e in recaller.recall(question).evidence]
