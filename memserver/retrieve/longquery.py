@@ -42,7 +42,7 @@ from memserver.retrieve.fuse import Fused, rrf
 from memserver.retrieve.plan import QueryPlan
 from memserver.retrieve.roles import CODE, TEST, Roles, content_is_test
 
-__all__ = ["FileOrder", "LongAnswer", "dense_texts", "retrieve_long"]
+__all__ = ["FileOrder", "LongAnswer", "dense_text", "retrieve_long"]
 
 EvidenceOf = Callable[[Sequence[Fused], Via], list[Evidence]]
 # (the task's title and prose, [(path, names it defines)]) → the paths in the order to open
@@ -58,14 +58,14 @@ class LongAnswer:
     best_of: dict[str, str] = field(default_factory=dict)  # each file signal's best file
 
 
-def dense_texts(plan: QueryPlan, max_chars: int) -> list[str]:
+def dense_text(plan: QueryPlan, max_chars: int) -> str:
     """What the dense arm embeds: the title and prose (the model sees their start). A second
     arm over the code sample gave file Acc@1/@10 61.8/92.5 against 62.3/93.0 without it on
     the DEV issues (function Acc@10 59.9 against 60.8), for a second embedding and search."""
     task = plan.task
     assert task is not None
     prose = f"{task.title}\n{task.prose}".strip()[:max_chars]
-    return [prose or plan.query[:max_chars]]
+    return prose or plan.query[:max_chars]
 
 
 def _allowed_files(snap: Snapshot, mask: np.ndarray | None) -> set[str] | None:
@@ -76,11 +76,11 @@ def _allowed_files(snap: Snapshot, mask: np.ndarray | None) -> set[str] | None:
 
 def retrieve_long(
     snap: Snapshot, keyword: KeywordIndex, files_index: KeywordIndex | None, plan: QueryPlan,
-    query_vectors: Callable[[], Sequence[np.ndarray]], masks: Masks, s: RecallSettings, *,
+    query_vector: Callable[[], np.ndarray | None], masks: Masks, s: RecallSettings, *,
     include_memories: bool, k: int, evidence_of: EvidenceOf, reorder: FileOrder | None = None,
 ) -> LongAnswer:  # fmt: skip
-    """`query_vectors` embeds the dense texts (or gives none); it runs while the keyword
-    searches do (both let go of the GIL)."""
+    """`query_vector` embeds `dense_text` (or gives None: no dense arm); it runs while the
+    keyword searches do (both let go of the GIL)."""
     task = plan.task
     assert task is not None
     mask, mmask = masks
@@ -105,23 +105,21 @@ def retrieve_long(
     chunk_hits = pool.submit(keyword.search_weighted, terms, depth * widen)
     file_hits = pool.submit(files_index.search_weighted, terms, s.long_file_candidates,
                             view="file") if files_index is not None else None  # fmt: skip
-    qvs = query_vectors()
+    qv = query_vector()
     near = s.long_dense_candidates
-    for qv in qvs:
+    if qv is not None:
         snap.prefetch_dense(qv, near, mask, 3 * near if include_memories else None, mmask)
     hits = _allowed(snap, counted_hits.result(), mask)
     ranked["bm25"] = _allowed(snap, chunk_hits.result(), mask)[:depth]
     weights["bm25"] = 1.0
     dense_rows: list[tuple[int, float]] = []
-    for i, qv in enumerate(qvs):
-        rows = snap.dense(qv, near, mask)
-        ranked[f"dense{i or ''}"] = [(snap.id_at(r), sc) for r, sc in rows]
-        weights[f"dense{i or ''}"] = 1.0 if i == 0 else 0.5
-        if i == 0:
-            dense_rows = rows
+    if qv is not None:
+        dense_rows = snap.dense(qv, near, mask)
+        ranked["dense"] = [(snap.id_at(r), sc) for r, sc in dense_rows]
+        weights["dense"] = 1.0
         if include_memories:
-            ranked[f"dense-memory{i or ''}"] = arms.dense_memories(snap, qv, mask, near, via, mmask)
-            weights[f"dense-memory{i or ''}"] = s.memory_weight
+            ranked["dense-memory"] = arms.dense_memories(snap, qv, mask, near, via, mmask)
+            weights["dense-memory"] = s.memory_weight
     exact = arms.exact_names(snap, plan, mask)
     if exact:
         ranked["exact"] = exact

@@ -44,7 +44,7 @@ from memserver.retrieve.gate import (
     coverage,
     long_signals,
 )
-from memserver.retrieve.longquery import FileOrder, dense_texts, retrieve_long
+from memserver.retrieve.longquery import FileOrder, dense_text, retrieve_long
 from memserver.retrieve.merge import merge_adjacent
 from memserver.retrieve.pack import pack
 from memserver.retrieve.plan import QueryPlan, plan_query
@@ -181,13 +181,14 @@ class Recaller:
     ) -> RecallResult:  # fmt: skip
         s = self.settings
 
-        def query_vectors() -> list[np.ndarray]:
+        def query_vector() -> np.ndarray | None:
             if not s.long_dense:
-                return []
-            return self._query_vectors(snap, lambda: dense_texts(plan, self.dense_chars))
+                return None
+            qvs = self._query_vectors(snap, lambda: [dense_text(plan, self.dense_chars)])
+            return qvs[0] if qvs else None
 
         answer = retrieve_long(
-            snap, self.keyword, self.files, plan, query_vectors, masks, s,
+            snap, self.keyword, self.files, plan, query_vector, masks, s,
             include_memories=include_memories, k=k if fmt != "map" else s.map_files,
             evidence_of=lambda fused, via: self._evidence(snap, fused, via),
             reorder=self.file_order,
