@@ -81,9 +81,9 @@ class RecallSettings:
     date_weight: float = 1.0
     rerank_candidates: int = 30
     # the default model's (retrieve/gate.py FITTED_GATES has the other models')
-    gate_weights: tuple[float, ...] = (28.6941, 0.0, 4.4246, 1.9819, -5.9538)
-    gate_bias: float = -14.2289
-    gate_threshold: float = 0.6298
+    gate_weights: tuple[float, ...] = (26.4713, 0.0, 0.0, 0.0, 0.0, -6.7399)
+    gate_bias: float = -4.4137
+    gate_threshold: float = 0.647
     ann_min_rows: int = 20_000  # from this many chunks on: ANN index, lean recall view
     ann_nprobes: int = 20
     ann_probe_factor: float = 5.4

@@ -7,7 +7,11 @@ Signals (all computed from what recall already has, no extra model call):
   (text, symbol and path, identifiers split);
 - agree: whether the top result is also near the top of both the dense and
   the BM25 arm of the original query;
-- margin: how far the best dense score stands above the tenth.
+- margin: how far the best dense score stands above the tenth;
+- missing: how rare in this index the rarest content word of the query is that the top
+  evidence lacks (BM25's idf of it over the idf of a word one document has: 0 when the
+  evidence has every word, about 1 for a word the index has once, above 1 for one it has
+  nowhere). A question asked of the wrong repository names things this one does not have.
 A logistic model over these gives `confidence`; `found` is confidence ≥ the
 threshold. Weights are fitted on the DEV code bench (`memserver eval code
 --calibrate`) per embedding model (the dense signals are that model's cosines): the
@@ -27,7 +31,7 @@ from typing import Protocol
 from memserver.config import DEFAULT_MODEL, FP32_MODEL, RecallSettings
 from memserver.text.terms import words
 
-FEATURES = ("dense", "memory", "coverage", "agree", "margin")
+FEATURES = ("dense", "memory", "coverage", "agree", "margin", "missing")
 
 Gate = tuple[tuple[float, ...], float, float]  # (weights over FEATURES, bias, threshold)
 
@@ -41,6 +45,7 @@ Gate = tuple[tuple[float, ...], float, float]  # (weights over FEATURES, bias, t
 # 0.909 / 1.0 / 0.864 with 0.040 / 0 / 0.032), its "definitions" gate 0.894 with 0.013;
 # the fp32 model's "own" gate (2,000 characters) 0.909 with 0.016. A pair not fitted
 # takes the model's "own" gate, or with "none" (no memory has a vector) the config's.
+# The others were fitted before the `missing` signal: their five weights give it 0.
 FITTED_GATES: dict[tuple[str, str], Gate] = {
     (FP32_MODEL, "own"): ((18.4196, 14.5424, 3.9074, 1.2029, -5.2954), -16.1027, 0.6305),
     (DEFAULT_MODEL, "own"): ((17.0593, 17.5579, 3.6558, 0.9637, -0.8807), -17.1668, 0.6478),
@@ -58,18 +63,37 @@ class GateSignals:
     coverage: float = 0.0
     agree: float = 0.0
     margin: float = 0.0
+    missing: float = 0.0
 
     def vector(self) -> list[float]:
         return [getattr(self, f) for f in FEATURES]
 
 
+def _found(content_words: Sequence[str], text: str) -> list[bool]:
+    """Per content word, whether `text` has it (or a word of the same five-letter stem)."""
+    have = set(words(text))
+    stems = {w[:5] for w in have}
+    return [w in have or w[:5] in stems for w in content_words]
+
+
 def coverage(content_words: Sequence[str], text: str) -> float:
     if not content_words:
         return 0.0
-    have = set(words(text))
-    stems = {w[:5] for w in have}
-    hit = sum(1 for w in content_words if w in have or w[:5] in stems)
-    return hit / len(content_words)
+    return sum(_found(content_words, text)) / len(content_words)
+
+
+def missing(content_words: Sequence[str], text: str, documents: int,
+            frequencies: Sequence[int]) -> float:  # fmt: skip
+    """The gate's `missing` signal: of the content words `text` lacks, the rarest one's idf
+    (`frequencies`: how many of the index's `documents` hold each word) over log(1 + N)."""
+    if documents <= 0:
+        return 0.0
+    lacked = [f for f, hit in zip(frequencies, _found(content_words, text), strict=True)
+              if not hit]  # fmt: skip
+    if not lacked:
+        return 0.0
+    idf = math.log(1 + (documents - min(lacked) + 0.5) / (min(lacked) + 0.5))
+    return idf / math.log(1 + documents)
 
 
 def gate_for(settings: RecallSettings, model: str, memory_vectors: str) -> RecallSettings:
@@ -91,8 +115,15 @@ def gate_for(settings: RecallSettings, model: str, memory_vectors: str) -> Recal
     )
 
 
+def padded(weights: Sequence[float]) -> list[float]:
+    """`weights` over every feature: a gate fitted before a feature existed weighs it 0."""
+    if len(weights) > len(FEATURES):
+        raise ValueError(f"{len(weights)} gate weights for {len(FEATURES)} signals {FEATURES}")
+    return [*weights, *[0.0] * (len(FEATURES) - len(weights))]
+
+
 def confidence(signals: GateSignals, weights: Sequence[float], bias: float) -> float:
-    z = bias + sum(w * x for w, x in zip(weights, signals.vector(), strict=True))
+    z = bias + sum(w * x for w, x in zip(padded(weights), signals.vector(), strict=True))
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 

@@ -43,6 +43,7 @@ from memserver.retrieve.gate import (
     confidence_of,
     coverage,
     long_signals,
+    missing,
 )
 from memserver.retrieve.longquery import FileOrder, dense_text, retrieve_long
 from memserver.retrieve.merge import merge_adjacent
@@ -414,12 +415,15 @@ class Recaller:
         memory = firsts.get("dense-memory", [])
         in_dense = any(cid == top.id for cid, _ in dense[:10])
         in_bm25 = any(cid == top.id for cid, _ in bm25[:10])
+        text = f"{top.path} {top.symbol} {top.text}"
+        documents, frequencies = self.keyword.doc_frequencies(plan.content_words)
         return GateSignals(
             dense=dense[0][1] if dense else 0.0,
             memory=memory[0][1] if memory else 0.0,
-            coverage=coverage(plan.content_words, f"{top.path} {top.symbol} {top.text}"),
+            coverage=coverage(plan.content_words, text),
             agree=(in_dense + in_bm25) / 2,
             margin=(dense[0][1] - dense[min(9, len(dense) - 1)][1]) if dense else 0.0,
+            missing=missing(plan.content_words, text, documents, frequencies),
         )
 
     def _confidence(self, signals: GateSignals) -> float:

@@ -245,6 +245,23 @@ class Bm25Index:
                 must.append((tv.Occur.Must, tv.Query.term_query(schema, "path", path)))
             return self._run(tv.Query.boolean_query(must), k)
 
+    def doc_frequencies(self, terms: Sequence[str], view: str = "chunk") -> tuple[int, list[int]]:
+        """How many documents `view` holds, and how many of them have each term (in the
+        name or the body, stemmed as they are indexed): a term's rarity in this index."""
+        tv = self._tantivy
+        with tantivy_errors("count keyword matches"):
+            searcher = self._index.searcher()
+            only = tv.Query.term_query(self._index.schema, "view", view)
+            everything: Any = searcher.search(only, limit=1, count=True)  # stubs lack `count`
+            total = int(everything.count)
+            counts = []
+            for term in terms:
+                text = self._index.parse_query(term, list(_FIELDS))
+                both = tv.Query.boolean_query([(tv.Occur.Must, only), (tv.Occur.Must, text)])
+                found: Any = searcher.search(both, limit=1, count=True)
+                counts.append(int(found.count))
+            return total, counts
+
     def _run(self, query: Any, k: int) -> list[tuple[str, float]]:
         searcher = self._index.searcher()
         hits = searcher.search(query, limit=k).hits

@@ -5,11 +5,20 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from memserver.config import DEFAULT_MODEL, FP32_MODEL, IndexSettings, RecallSettings
 from memserver.engine import Engine
 from memserver.eval.calibrate import calibrate, pick_threshold
 from memserver.eval.code import Outcome
-from memserver.retrieve.gate import FITTED_GATES, GateSignals, confidence, coverage, gate_for
+from memserver.retrieve.gate import (
+    FITTED_GATES,
+    GateSignals,
+    confidence,
+    coverage,
+    gate_for,
+    missing,
+)
 from tests.conftest import requires_model, write_tree
 
 
@@ -47,6 +56,25 @@ def test_coverage_and_confidence() -> None:
     low = confidence(GateSignals(dense=0.1), [10, 0, 0, 0, 0], -5)
     high = confidence(GateSignals(dense=0.9), [10, 0, 0, 0, 0], -5)
     assert 0.0 <= low < 0.5 < high <= 1.0
+
+
+def test_missing_is_the_rarity_of_the_rarest_word_the_evidence_lacks() -> None:
+    text = "def parse_config(path): ..."
+    assert missing(["parse", "config"], text, 1000, [50, 200]) == 0.0  # nothing lacked
+    # two lacked words: the rarer one counts; one document holds it: close to 1
+    rare = missing(["parse", "zone", "signer"], text, 1000, [50, 400, 1])
+    assert rare == missing(["signer"], text, 1000, [1]) and 0.85 < rare < 1.0
+    assert missing(["zone"], text, 1000, [400]) < 0.2  # a common word lacked: little
+    assert missing(["zeppelin"], text, 1000, [0]) > 1.0  # a word the index has nowhere
+    assert missing(["zone"], text, 0, [0]) == 0.0  # an empty index says nothing
+
+
+def test_a_gate_of_five_weights_fitted_before_missing_still_scores() -> None:
+    signals = GateSignals(dense=0.5, missing=1.0)
+    assert confidence(signals, [10, 0, 0, 0, 0], -5) == confidence(signals, [10, 0, 0, 0, 0, 0], -5)
+    assert confidence(signals, [10, 0, 0, 0, 0, -3], -5) < confidence(signals, [10, 0, 0, 0, 0], -5)
+    with pytest.raises(ValueError, match="7 gate weights"):
+        confidence(signals, [1, 0, 0, 0, 0, 0, 0], 0)
 
 
 def gate_of(s: RecallSettings) -> tuple[tuple[float, ...], float, float]:
@@ -93,3 +121,5 @@ def test_real_model_answers_what_is_there_and_abstains_on_what_is_not(
     assert there.found is True and there.evidence[0].path == "src/http_client.py"
     absent = recaller.recall("Compute the lattice QCD propagator on a GPU cluster")
     assert absent.found is False and 0.0 <= absent.confidence < there.confidence
+    # words the repository has nowhere: the top evidence lacks them
+    assert absent.signals["missing"] > 1.0 > there.signals["missing"]

@@ -54,3 +54,15 @@ def test_a_read_only_keyword_index_still_answers(tmp_path: Path) -> None:
             ro.add([_chunk(9)])
     finally:
         path.chmod(0o755)
+
+
+def test_doc_frequencies_count_the_documents_of_a_view_that_hold_each_word(
+    tmp_path: Path,
+) -> None:
+    index = Bm25Index(tmp_path / "bm25")
+    index.add(_chunk(i) for i in range(4))
+    index.commit()
+    # "handlers" stems like the indexed "handler"; split identifiers count by their parts
+    total, counts = index.doc_frequencies(["handler", "handlers", "return", "zeppelin"])
+    assert (total, counts) == (4, [4, 4, 4, 0])
+    assert index.doc_frequencies(["handler"], view="memory") == (0, [0])
