@@ -36,6 +36,10 @@ _COLUMNS = ["id", "project", "path", "start_line", "end_line", "origin", "langua
             "symbol", "tokens", "scope", "embedded", "event_time", "speaker", "turn"]  # fmt: skip
 _MEMORY_COLUMNS = ["id", "source_ids", "status", "scope", "embedded"]
 _MAX_WIDEN = 4.0  # a dense search asks for at most this many times k rows
+# Up to this many active memories with a vector (notes among memories kept for keyword
+# search alone) are searched exactly in memory (1.5 MB at 384 dimensions): LanceDB would
+# scan every memory row to find them (100 ms over Django's 70k), having no index over so few
+_FEW_MEMORY_VECTORS = 1024
 
 
 class IdRows:
@@ -238,6 +242,8 @@ class LeanSnapshot:
     )
     memory_scopes: Coded | None = None
     memory_vectors: int = 0  # active memories with a vector: none, and no memory ANN search
+    # when memory_vectors is at most _FEW_MEMORY_VECTORS: (their memory rows, vectors)
+    few_memory_vectors: tuple[np.ndarray, np.ndarray] | None = None
     stale_rows: set[int] = field(default_factory=set)
     _path_codes: dict[str, int] | None = None  # path → its code, made when first asked
     large = True
@@ -312,7 +318,7 @@ class LeanSnapshot:
         memory_allowed: np.ndarray | None,
     ) -> None:
         requests = [(_ann_k(k, allowed), False)]
-        if memory_k is not None and self.memory_vectors:
+        if memory_k is not None and self.memory_vectors and self.few_memory_vectors is None:
             requests.append((_ann_k(memory_k, memory_allowed), True))
         self.ann.prefetch(qv, requests)
 
@@ -335,9 +341,12 @@ class LeanSnapshot:
                        ) -> list[tuple[int, float]]:  # fmt: skip
         """Memories searched by keyword alone (`[index] memory_vectors`) have zero vectors:
         without one vector among them the search is skipped, not run over every row (a
-        flat scan of Django's 70k memories took 100 ms of each recall)."""
+        flat scan of Django's 70k memories took 100 ms of each recall); a few are searched
+        exactly, in memory."""
         if not self.memory_vectors:
             return []
+        if self.few_memory_vectors is not None:
+            return _exact(qv, *self.few_memory_vectors, allowed, k)
         return self._ann_rows(qv, allowed, k, memories=True)
 
     def memory_id_at(self, mrow: int) -> str:
@@ -454,6 +463,29 @@ def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
     return snap
 
 
+def _memory_vectors(store: IndexStore, memory_row: IdRows, ids: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(memory rows, vectors) of the memories `ids` (those with a vector)."""
+    table = store.memories.active_table(with_vectors=True, columns=["id"],
+                                        ids=[i.decode() for i in ids])  # fmt: skip
+    rows = memory_row.rows(_bytes(table.column("id")))
+    vectors = table.column("vector").combine_chunks()
+    matrix = vectors.flatten().to_numpy().astype(np.float32).reshape(len(rows), -1)
+    keep = rows >= 0
+    return rows[keep].astype(np.int64), matrix[keep]
+
+
+def _exact(qv: np.ndarray, rows: np.ndarray, vectors: np.ndarray, allowed: np.ndarray | None,
+           k: int) -> list[tuple[int, float]]:  # fmt: skip
+    """The k best of a few memory rows by dot product (LanceDB's score), best first."""
+    if allowed is not None:
+        keep = allowed[rows]
+        rows, vectors = rows[keep], vectors[keep]
+    scores = vectors @ np.asarray(qv, dtype=np.float32)
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], int(rows[i])))[:k]
+    return [(int(rows[i]), float(scores[i])) for i in order if scores[i] > 0]
+
+
 def _load_memories(store: IndexStore, snap: LeanSnapshot) -> None:
     mt = store.memories.active_table(with_vectors=False, columns=_MEMORY_COLUMNS)
     mids = _bytes(mt.column("id"))
@@ -468,7 +500,10 @@ def _load_memories(store: IndexStore, snap: LeanSnapshot) -> None:
     snap.memory_row = IdRows(mids)
     snap.memory_source = Csr(kept_offsets, rows[keep].astype(np.int32))
     snap.memory_scopes = _scoped(mt.column("scope"))
-    snap.memory_vectors = int(pc.sum(mt.column("embedded")).as_py() or 0)
+    embedded = mt.column("embedded").to_numpy(zero_copy_only=False).astype(bool)
+    snap.memory_vectors = int(embedded.sum())
+    if 0 < snap.memory_vectors <= _FEW_MEMORY_VECTORS:
+        snap.few_memory_vectors = _memory_vectors(store, snap.memory_row, mids[embedded])
     stale = mt.column("status").to_numpy(zero_copy_only=False) == "stale"
     firsts = offsets[:-1]
     has_first = np.diff(offsets) > 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memserver.core.requests import Filters
+from memserver.store import leanview
 from memserver.store.leanview import LeanSnapshot
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "polyglot"
@@ -283,6 +284,17 @@ def test_memories_without_vectors_are_not_searched_by_vector(
     remembered = engine.memory_service().remember(Note(note))
     snap = engine.recaller(rerank=False).snapshots()
     assert isinstance(snap, LeanSnapshot) and snap.memory_vectors >= 1
+    # a few vectors among many memories: searched exactly in memory, not by LanceDB
     hits = snap.dense_memories(qv, 10, None)
-    assert "memories" in searched
+    assert "memories" not in searched
     assert {snap.memory_id_at(m) for m, _ in hits} & set(remembered.memory_ids)
+    assert snap.dense_memories(qv, 10, np.zeros(len(snap.memory_ids), dtype=bool)) == []
+
+    # more than a few: LanceDB's search, and the same best memories
+    monkeypatch.setattr(leanview, "_FEW_MEMORY_VECTORS", 0)
+    many = engine.recaller(rerank=False).snapshots()
+    assert isinstance(many, LeanSnapshot) and many.few_memory_vectors is None
+    by_ann = many.dense_memories(qv, 10, None)
+    assert "memories" in searched
+    assert [m for m, _ in by_ann][: len(hits)] == [m for m, _ in hits]
+    assert [s for _, s in by_ann][: len(hits)] == pytest.approx([s for _, s in hits], abs=1e-4)
