@@ -99,25 +99,28 @@ def about_tests_or_docs(task: Task) -> frozenset[str]:
     """Roles the query asks about in its title: 'add tests for …', 'docs for …'. A title
     about a failure (`… tests failing on Python 3.10`) is about the code under test: on the
     DEV issues every such fix changed code, not the tests."""
-    return asked_roles(task.title)
+    return asked_roles(task.title, fixtures=False)
 
 
-def asked_roles(text: str) -> frozenset[str]:
+def asked_roles(text: str, fixtures: bool = True) -> frozenset[str]:
     """The roles (TEST, DOC) a short text asks about, unless it speaks of a failure. Its
     words as written decide, not the parts of its identifiers: an issue titled
     `LiveServerTestCase's ThreadedWSGIServer doesn't close …` is about a server class (on
-    the DEV issues, the one answer with a test file first when the fix was in code)."""
+    the DEV issues, the one answer with a test file first when the fix was in code).
+    `fixtures`: whether "fixture" asks about tests (an issue's title names a feature of
+    the code by it as often: Django's FIXTURE_DIRS, pytest's own fixtures)."""
     words = whole_words(text)
     asked = set()
     if words & _FAILURE:
         return frozenset()
-    if words & {"test", "tests", "testing", "testcase", "pytest", "unittest", "fixture"}:
+    if words & (_TESTS | ({"fixture"} if fixtures else set())):
         asked.add(TEST)
     if words & {"doc", "docs", "documentation", "docstring", "readme", "typo"}:
         asked.add(DOC)
     return frozenset(asked)
 
 
+_TESTS = frozenset({"test", "tests", "testing", "testcase", "pytest", "unittest"})
 _FAILURE = frozenset(
     "fail fails failing failed failure error errors crash crashes broken breaks regression "
     "raise raises exception wrong incorrect".split()

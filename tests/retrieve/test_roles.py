@@ -69,3 +69,14 @@ def test_the_roles_a_title_asks_about_come_from_its_words(text: str, asked: set[
     from memserver.retrieve.files import asked_roles
 
     assert set(asked_roles(text)) == asked
+
+
+def test_a_title_naming_fixtures_is_about_a_feature_a_question_about_them_is_about_tests(
+) -> None:  # fmt: skip
+    from memserver.retrieve.files import about_tests_or_docs, asked_roles
+    from memserver.text.task import parse_task
+
+    title = "Fixture dirs duplicates undetected if dir is Path instance"
+    body = "When FIXTURE_DIRS contains Path instances, the duplicate check does not detect them."
+    assert about_tests_or_docs(parse_task(f"{title}\nDescription\n{body}")) == frozenset()
+    assert set(asked_roles("where is the database fixture for the orders")) == {"test"}
