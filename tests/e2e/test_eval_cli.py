@@ -8,6 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from memserver.cli import main
+from memserver.eval.calibrate import FITTED
+from memserver.retrieve.gate import FEATURES
 from tests.conftest import SAMPLE, write_tree
 
 KEYS = {"recall@1", "recall@5", "recall@10", "mrr@10", "abstain", "false_abstain",
@@ -40,4 +42,9 @@ def test_eval_code_reports_per_package_macro_and_ablations(tmp_path: Path) -> No
     assert set(report["ablations"]) == {"no-memories", "no-rerank"}
     assert all(0.0 <= report["macro"][k] <= 1.0 for k in ("recall@10", "abstain", "mrr@10"))
     assert report["packages"]["demo"]["answerable"] == 1
-    assert len(report["calibration"]["gate_weights"]) == 5
+    calibration = report["calibration"]
+    assert len(calibration["gate_weights"]) == len(FEATURES)
+    # only the fitted signals carry weight
+    unfitted = [w for f, w in zip(FEATURES, calibration["gate_weights"], strict=True)
+                if f not in calibration["fitted"]]  # fmt: skip
+    assert calibration["fitted"] == list(FITTED) and unfitted == [0.0] * len(unfitted)
