@@ -283,6 +283,8 @@ class IndexReport:
     seconds_embedding: float = 0.0
     embedder: str = ""
     repaired: int = 0  # rows fixed by reconciliation after an interrupted run
+    # keyword indexes written again at the end, half of their documents being deleted ones
+    keyword_rewritten: list[str] = field(default_factory=list)
     vectors_pending: str = ""  # why embedding stopped (the model cannot be loaded), and the fix
     # secret values masked in the files this run indexed: path → kind → count (never values)
     masked: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -322,6 +324,7 @@ class IndexReport:
             "seconds_embedding": round(self.seconds_embedding, 3),
             "embedder": self.embedder,
             "repaired": self.repaired,
+            "keyword_rewritten": list(self.keyword_rewritten),
             "vectors_pending": self.vectors_pending,
             "masked_total": self.masked_total,
             "masked": {p: dict(sorted(k.items())) for p, k in sorted(self.masked.items())},

@@ -512,7 +512,7 @@ class Indexer:
             report.chunks_unembedded = store.chunks.count_unembedded() if self.embedder else 0
         report.chunks_total = store.chunks.count_current()
         if optimize and (report.chunks_added or report.chunks_removed or report.chunks_embedded):
-            store.maintain_after_run(self.keep_versions)
+            report.keyword_rewritten = store.maintain_after_run(self.keep_versions)
         elif optimize:  # an index from before the graph's lookup indexes gets them now
             store.graph.ensure_indexes()
         store.finish_run(*self.git, self.chunker_id)
