@@ -126,7 +126,8 @@ def index_tree(engine: Any) -> dict[str, Any]:
     return {"seconds": r.seconds, "seconds_to_search": r.seconds_to_search,
             "seconds_embedding": r.to_dict().get("seconds_embedding", 0.0),
             "chunks_added": r.chunks_added, "chunks_total": r.chunks_total,
-            "files_indexed": r.files_indexed}  # fmt: skip
+            "files_indexed": r.files_indexed,
+            "keyword_rewritten": list(r.keyword_rewritten)}  # fmt: skip
 
 
 def ask(recaller: Any, query: str, flags: Mapping[str, int | str]

@@ -147,13 +147,16 @@ class LiveIndex:
         )
 
     def housekeep(self) -> None:
-        """Compact the tables and drop old versions (call when `housekeeping_due`)."""
+        """Compact the tables and drop old versions, and write a keyword index again when
+        half of it is deleted documents (call when `housekeeping_due`)."""
         with self._lock:
             store = self.store
             with store.lock(self.engine.lock_timeout):
                 store.housekeep(self.keep_versions)
+                rewritten = store.rewrite_keyword()
             self.commits_since_housekeeping = 0
-        logger.info("memserver watch: compacted the tables")
+        again = f"; wrote the {' and '.join(rewritten)} index again" if rewritten else ""
+        logger.info("memserver watch: compacted the tables%s", again)
 
     def finish_embedding(self) -> None:
         """Embed what a batch that gave way left (it gives way again to new changes)."""

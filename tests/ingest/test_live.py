@@ -85,3 +85,23 @@ def test_a_saved_files_new_definition_is_found_by_symbol_in_the_same_batch(
     live.apply(_batch("src/http_client.py"))
     assert navigator.symbols("retry_budget") == []
     assert navigator.symbols("RetryPolicy") == []
+
+
+def test_housekeeping_writes_a_half_dead_keyword_index_again(
+    sample_repo: Path, make_engine
+) -> None:
+    paths = [f"src/mod_{n}.py" for n in range(12)]
+    for n, path in enumerate(paths):
+        (sample_repo / path).write_text(_module(n))
+    engine = make_engine(sample_repo)
+    engine.index()
+    live = LiveIndex(engine, should_yield=lambda: False)
+    for path in paths:  # most of the keyword index's one segment goes
+        (sample_repo / path).unlink()
+    live.apply(_batch(*paths))
+    assert engine.open_store().keyword.dead_share() >= 0.5
+    live.housekeep()
+    assert engine.open_store().keyword.dead_share() == 0.0
+    clean = make_engine(sample_repo, index_dir=sample_repo.parent / "clean")
+    clean.index()
+    assert snapshot(sample_repo, engine.index_dir) == snapshot(sample_repo, clean.index_dir)
