@@ -34,7 +34,7 @@ from memserver.retrieve import arms
 from memserver.retrieve.arms import Masks, Ranked, Via
 from memserver.retrieve.codemap import build_map
 from memserver.retrieve.conversation import COMPARED, Conversation, continue_turns
-from memserver.retrieve.files import asked_roles
+from memserver.retrieve.files import about_tests_or_docs, asked_roles
 from memserver.retrieve.fuse import Fused, rrf
 from memserver.retrieve.gate import (
     FEATURES,
@@ -50,6 +50,7 @@ from memserver.retrieve.merge import merge_adjacent
 from memserver.retrieve.pack import pack
 from memserver.retrieve.plan import QueryPlan, plan_query
 from memserver.retrieve.roles import TEST, path_role
+from memserver.text.task import parse_task
 
 __all__ = ["Expander", "Recaller"]
 
@@ -455,8 +456,14 @@ def tests_after_code(evidence: list[Evidence], query: str, weight: float) -> lis
     """Test files' chunks ranked at `weight` times their score, unless the query asks
     about tests: a question about behaviour means the code, and a test of that code shares
     its words (on the DEV code set the top hit was a test for 21 of 375 questions, the
-    gold never). Notes and turns are never test files, so they keep their place."""
-    if weight >= 1.0 or TEST in asked_roles(query):
+    gold never). Notes and turns are never test files, so they keep their place. A query
+    of several lines is an issue or task, asked about as a long one is (its title's words
+    decide, `about_tests_or_docs`); a line alone is a question."""
+    if weight >= 1.0:
+        return evidence
+    text = query.strip()
+    asked = about_tests_or_docs(parse_task(text)) if "\n" in text else asked_roles(text)
+    if TEST in asked:
         return evidence
     if not any(path_role(e.path) == TEST for e in evidence):
         return evidence

@@ -80,3 +80,21 @@ def test_a_title_naming_fixtures_is_about_a_feature_a_question_about_them_is_abo
     body = "When FIXTURE_DIRS contains Path instances, the duplicate check does not detect them."
     assert about_tests_or_docs(parse_task(f"{title}\nDescription\n{body}")) == frozenset()
     assert set(asked_roles("where is the database fixture for the orders")) == {"test"}
+
+
+def test_a_short_issue_is_asked_about_as_a_long_one_a_question_line_as_a_question() -> None:
+    from memserver.core.types import Evidence
+    from memserver.retrieve.recall import tests_after_code
+
+    def hit(path: str, score: float) -> Evidence:
+        return Evidence(id=path, path=path, start_line=1, end_line=2, symbol="", kind="function",
+                        language="python", text="", score=score, tokens=10)  # fmt: skip
+
+    found = [hit("tests/fixtures_regress/tests.py", 1.0), hit("django/core/loaddata.py", 0.9)]
+    issue = ("Fixture dirs duplicates undetected if dir is Path instance\nDescription\n"
+             "When FIXTURE_DIRS contains Path instances, the check misses them.")  # fmt: skip
+    assert tests_after_code(found, issue, 0.3)[0].path == "django/core/loaddata.py"
+    question = "where is the fixture for duplicate fixture dirs"
+    assert tests_after_code(found, question, 0.3) == found  # asks about tests: kept
+    issue = "Add tests for the duplicate check of FIXTURE_DIRS\nThe check has no test yet."
+    assert tests_after_code(found, issue, 0.3) == found
