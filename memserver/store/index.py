@@ -65,8 +65,8 @@ FILES = "files"
 MEMORIES = "memories"
 EVENTS = "events"
 SYMBOLS = "symbols"  # the code graph (store/graph.py)
-KEYWORD_DEAD_SHARE = 0.5  # a keyword index is written again once this share is deleted
 REFS = "refs"
+KEYWORD_DEAD_SHARE = 0.5  # a keyword index is written again once this share is deleted
 # a code graph table an older memserver wrote (`memserver index` makes it again)
 _GRAPH_FIX = ("run `memserver index`: it makes the code graph again from the files (chunks, "
               "memories and vectors are kept)")  # fmt: skip
