@@ -135,8 +135,9 @@ def print_index_report(r: IndexReport) -> None:
         out.print(f"  [yellow]repaired {r.repaired} entries (left by an interrupted run, "
                   "or missing from an index an older memserver wrote)[/]")  # fmt: skip
     if r.keyword_rewritten:
-        out.print(f"  {' and '.join(r.keyword_rewritten)} index written again: half of its "
-                  "documents were deleted ones (old versions of changed files)")  # fmt: skip
+        kind = "indexes" if len(r.keyword_rewritten) > 1 else "index"
+        out.print(f"  {' and '.join(r.keyword_rewritten)} {kind} written again: half of the "
+                  "documents were old versions of changed or removed files")  # fmt: skip
     if r.skipped:
         summary = ", ".join(f"{n} {safe(why)}" for why, n in _reasons(r.skipped).most_common())
         out.print(f"  skipped: {summary}  (see --dry-run or --json for each path)")
