@@ -90,6 +90,8 @@ class RecallSettings:
     ann_memory_probe_factor: float = 4.0
     ann_refine: int = 2
     ann_memory_refine: int = 1
+    # the lean view scores chunks' vectors exactly while they fit in this many MiB (0: never)
+    exact_dense_mb: int = 128
     # long queries (task descriptions, issues): ranked by file (retrieve/longquery.py)
     long_query_words: int = 25  # distinct content words from which a query is one (0: never)
     title_weight: float = 4.0  # a title word counts this many times more

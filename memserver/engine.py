@@ -311,7 +311,7 @@ class Engine:
         view = RecallView(store, with_memories=True, ann=AnnSettings(
             min_rows=s.ann_min_rows, nprobes=s.ann_nprobes, refine=s.ann_refine,
             memory_refine=s.ann_memory_refine, probe_factor=s.ann_probe_factor,
-            memory_probe_factor=s.ann_memory_probe_factor,
+            memory_probe_factor=s.ann_memory_probe_factor, exact_mb=s.exact_dense_mb,
         ))  # fmt: skip
         reranker = self.reranker()[0] if rerank else None
         return Recaller(

@@ -5,10 +5,11 @@ million chunks it is gigabytes and a reload takes a minute. The lean snapshot
 keeps only what ranking needs for every row, as numpy arrays: ids (sorted, for
 lookups by binary search), per-row codes of path / language / kind / scope
 (filters are decided once per distinct value), the file order (to merge
-neighbours), and the symbol and path name maps. Dense arms search LanceDB's
-ANN index (prefiltered to current, embedded rows, re-scored on full vectors);
-evidence rows are read from LanceDB by id (a B-tree lookup) for the few fused
-candidates only; BM25 is tantivy as before.
+neighbours), and the symbol and path name maps. While the current chunks' vectors
+fit in `[recall] exact_dense_mb` they are held too and the chunk arm scores every
+row, as the in-memory view does; past it the chunk arm searches LanceDB's ANN index
+(re-scored on full vectors). Evidence rows are read from LanceDB by id (a B-tree
+lookup) for the few fused candidates only; BM25 is tantivy as before.
 """
 
 from __future__ import annotations
@@ -29,7 +30,15 @@ import pyarrow.compute as pc
 from memserver.core.protocols import FileState
 from memserver.core.types import Chunk
 from memserver.store.index import CHUNKS, MEMORIES, IndexStore
-from memserver.store.readview import file_states, name_keys, path_keys, settle_ties, turn_key
+from memserver.store.lancedb import vector_matrix
+from memserver.store.readview import (
+    file_states,
+    name_keys,
+    path_keys,
+    settle_ties,
+    top_rows,
+    turn_key,
+)
 from memserver.store.schema import scope_pairs
 
 _COLUMNS = ["id", "project", "path", "start_line", "end_line", "origin", "language", "kind",
@@ -245,6 +254,8 @@ class LeanSnapshot:
     # when memory_vectors is at most _FEW_MEMORY_VECTORS: (their memory rows, vectors)
     few_memory_vectors: tuple[np.ndarray, np.ndarray] | None = None
     stale_rows: set[int] = field(default_factory=set)
+    # (rows, dim) float32 in row order, zero where not embedded: the chunk arm is exact
+    vectors: np.ndarray | None = None
     _path_codes: dict[str, int] | None = None  # path → its code, made when first asked
     large = True
 
@@ -317,7 +328,7 @@ class LeanSnapshot:
         memory_k: int | None,
         memory_allowed: np.ndarray | None,
     ) -> None:
-        requests = [(_ann_k(k, allowed), False)]
+        requests = [] if self.vectors is not None else [(_ann_k(k, allowed), False)]
         if memory_k is not None and self.memory_vectors and self.few_memory_vectors is None:
             requests.append((_ann_k(memory_k, memory_allowed), True))
         self.ann.prefetch(qv, requests)
@@ -335,6 +346,12 @@ class LeanSnapshot:
 
     def dense(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
               ) -> list[tuple[int, float]]:  # fmt: skip
+        """Every row scored while the vectors are held (~3 ms over Django's 35k chunks);
+        else LanceDB's ANN search, whose candidates depend on the partitions trained over
+        every version the table holds, not only on the current rows."""
+        if self.vectors is not None:
+            ok = self.embedded if allowed is None else self.embedded & allowed
+            return top_rows(self.vectors @ qv, ok, k, self.id_at)
         return self._ann_rows(qv, allowed, k, memories=False)
 
     def dense_memories(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
@@ -426,9 +443,13 @@ def _turn_rows(paths: Coded, origins: Coded, turns: np.ndarray) -> dict[tuple[st
     return out
 
 
-def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
+def load_lean(store: IndexStore, with_memories: bool, ann: Ann, *, exact_bytes: int = 0
+              ) -> LeanSnapshot:  # fmt: skip
+    """The lean view; the chunks' vectors too when they take at most `exact_bytes`."""
     ann.calibrate()
-    table = store.chunks.current_columns(_COLUMNS)
+    dim = store.meta.dim
+    exact = bool(dim) and store.chunks.count_current() * dim * 4 <= exact_bytes
+    table = store.chunks.current_columns([*_COLUMNS, "vector"] if exact else _COLUMNS)
     table = table.take(pc.sort_indices(table, [("path", "ascending"),
                                                ("start_line", "ascending")]))  # fmt: skip
     ids = _bytes(table.column("id"))
@@ -453,6 +474,7 @@ def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
                         for c in ("start_line", "end_line", "tokens")] + [turns], axis=1),
         event_times=times.astype(np.int64), files=file_states(store),
         turns=_turn_rows(paths, origins, turns),
+        vectors=_vectors(table, dim) if exact else None,
     )  # fmt: skip
     del table
     ann.shown(False, len(ids))
@@ -461,6 +483,15 @@ def load_lean(store: IndexStore, with_memories: bool, ann: Ann) -> LeanSnapshot:
         ann.shown(True, len(snap.memory_ids))
     pa.default_memory_pool().release_unused()  # the columns read above: ~20% of the view's RSS
     return snap
+
+
+def _vectors(table: pa.Table, dim: int) -> np.ndarray:
+    """The chunks' vectors in row order, zero rows where a chunk has none."""
+    if "vector" in table.column_names and table.column("vector").null_count:
+        table = table.set_column(table.column_names.index("vector"), "vector",
+                                 pc.fill_null(table.column("vector"), [0.0] * dim))  # fmt: skip
+    found = vector_matrix(table, dim)
+    return found if found is not None else np.zeros((0, dim), dtype=np.float32)
 
 
 def _memory_vectors(store: IndexStore, memory_row: IdRows, ids: np.ndarray

@@ -33,6 +33,7 @@ class AnnSettings:
     memory_refine: int = 5
     probe_factor: float = 0.0
     memory_probe_factor: float = 0.0
+    exact_mb: int = 0  # the lean view holds chunk vectors (exact dense search) up to this size
 
 
 class RecallView:
@@ -73,7 +74,7 @@ class RecallView:
 
             ann = Ann(self.store, a.nprobes, a.refine, a.memory_refine, a.probe_factor,
                       a.memory_probe_factor)  # fmt: skip
-            return load_lean(self.store, self.with_memories, ann)
+            return load_lean(self.store, self.with_memories, ann, exact_bytes=a.exact_mb << 20)
         return load_snapshot(self.store, self.with_memories)
 
 

@@ -1,7 +1,9 @@
 """The large-index path: an ANN index built by `index`, recall through the lean view.
 
 A tiny `ann_min_rows` turns it on for a small hashing-embedded repository; the
-in-memory path over the same index is the reference.
+in-memory path over the same index is the reference. `ANN` also keeps the chunk vectors
+out of the view, so its dense arm searches the vector index; with them (the default for
+vectors that fit `exact_dense_mb`) it scores every row.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ QUERIES = [
     "resume a chunked upload", "RetryPolicy.delays",
 ]  # fmt: skip
 
+
+ANN = {"ann_min_rows": 50, "exact_dense_mb": 0}  # the lean view, dense search by the ANN index
 
 WORDS = ["amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo",
          "juniper", "kestrel", "lumen", "mosaic"]  # fmt: skip
@@ -66,7 +70,7 @@ def engines(repo: Path):
     from memserver.engine import Engine
 
     large = Engine(repo, None, embedder_flag="hashing", env={},
-                   overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+                   overrides={"recall": ANN})  # fmt: skip
     large.index()
     small = Engine(repo, None, embedder_flag="hashing", env={})
     return small, large
@@ -125,6 +129,66 @@ def test_lean_dense_arm_agrees_with_exact_search(engines) -> None:
         assert above <= {c for c, _ in ann}
 
 
+def test_lean_view_holding_vectors_ranks_as_the_in_memory_view(
+    engines, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors that fit `exact_dense_mb` are held by the lean view: its dense arm scores
+    every row as the in-memory view does (same rows, same scores, with and without a
+    filter), LanceDB's vector index is not asked, and recall gives the same evidence."""
+    import numpy as np
+
+    from memserver.engine import Engine
+    from memserver.retrieve import arms
+    from memserver.store.index import IndexStore
+
+    small = engines[0].recaller(rerank=False)
+    exact = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
+                   overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+    exact.index()
+    searched: list[str] = []
+    real = IndexStore.ann_search
+
+    def counted(self, name, *args, **kw):
+        searched.append(name)
+        return real(self, name, *args, **kw)
+
+    monkeypatch.setattr(IndexStore, "ann_search", counted)
+    lean = exact.recaller(rerank=False)
+    snap = lean.snapshots()
+    assert isinstance(snap, LeanSnapshot) and snap.vectors is not None
+    assert snap.vectors.shape == (snap.size(), exact.open_store().meta.dim)
+    go = snap.mask_by("language", lambda v: v == "go")
+    small_go = small.snapshots().mask_by("language", lambda v: v == "go")
+    for query in QUERIES:
+        qv = np.asarray(small.embedder.embed_documents([query])[0], dtype=np.float32)
+        assert arms.dense_chunks(snap, qv, None, 10) == arms.dense_chunks(
+            small.snapshots(), qv, None, 10
+        )
+        assert arms.dense_chunks(snap, qv, go, 10) == arms.dense_chunks(
+            small.snapshots(), qv, small_go, 10
+        )
+        want = small.recall(query, rerank=False)
+        got = lean.recall(query, rerank=False)
+        # the keyword arm of a large index drops stop words: a tail rank can move
+        assert got.evidence[0].id == want.evidence[0].id, query
+        assert _overlap(got.evidence, want.evidence, 10) >= 0.8, query
+        assert got.confidence == pytest.approx(want.confidence), query
+    assert "chunks" not in searched
+
+
+def test_lean_view_leaves_vectors_that_do_not_fit_to_the_ann_index(engines) -> None:
+    """The vectors are held up to the bytes given, and not one row past them."""
+    from memserver.store.leanview import Ann, load_lean
+
+    store = engines[1].open_store()
+    need = store.chunks.count_current() * store.meta.dim * 4
+    ann = Ann(store, nprobes=20, refine=2, memory_refine=1)
+    assert load_lean(store, True, ann, exact_bytes=need - 1).vectors is None
+    held = load_lean(store, True, ann, exact_bytes=need).vectors
+    assert held is not None and held.nbytes == need
+    assert load_lean(store, True, ann).vectors is None  # none asked for
+
+
 def _lines(evidence) -> set[tuple[str, int]]:
     return {(e.path, n) for e in evidence for n in range(e.start_line, e.end_line + 1)}
 
@@ -156,9 +220,13 @@ def test_vector_index_of_another_kind_is_rebuilt(repo: Path, tmp_path: Path) -> 
     from memserver.engine import Engine
     from memserver.store.lancedb import vector_index_kind
 
-    engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
-                    overrides={"recall": {"ann_min_rows": 50, "ann_nprobes": 1,
-                                          "ann_probe_factor": 2.0}})  # fmt: skip
+    engine = Engine(
+        repo,
+        tmp_path / "index",
+        embedder_flag="hashing",
+        env={},
+        overrides={"recall": {**ANN, "ann_nprobes": 1, "ann_probe_factor": 2.0}},
+    )
     engine.index()
     store = engine.open_store()
     rows, kind = store.vector_index("chunks")
@@ -186,7 +254,7 @@ def test_a_vector_index_rewritten_by_compaction_is_trained_again(
     shutil.copytree(repo, tree)
     own = {"MEMSERVER_INDEX_MEMORY_VECTORS": "own"}  # memories with vectors: both indexed
     engine = Engine(tree, tmp_path / "index", embedder_flag="hashing", env=own,
-                    overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+                    overrides={"recall": ANN})  # fmt: skip
     engine.index()
     compacted: list[dict[str, str]] = []
     housekeep = IndexStore.housekeep
@@ -217,7 +285,7 @@ def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
     from memserver.engine import Engine
 
     engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
-                    overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+                    overrides={"recall": ANN})  # fmt: skip
     engine.index()
     snap = engine.recaller(rerank=False).snapshots()
     rows = list(range(0, snap.size(), 7))
@@ -262,7 +330,7 @@ def test_memories_without_vectors_are_not_searched_by_vector(
     from memserver.store.index import IndexStore
 
     engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
-                    overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+                    overrides={"recall": ANN})  # fmt: skip
     engine.index()
     searched: list[str] = []
     real = IndexStore.ann_search
