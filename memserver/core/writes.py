@@ -70,6 +70,8 @@ class FileChanges:
     memories_revived: Sequence[str] = ()  # stale memories whose chunk is back
     memories_searchable: Sequence[Memory] = ()  # keyword documents to (re)write
     memories_hidden: Sequence[str] = ()  # keyword documents to drop (their chunk closed)
+    # live memories their chunk no longer gives (renamed) → the memory superseding each
+    memories_outdated: Mapping[str, str | None] = field(default_factory=dict)
     follow_origin: bool = False  # code memories exist: those of closed chunks turn stale
     notes_stale: Sequence[str] = ()  # notes citing closed chunks: active → stale
     documents: Sequence[FileDocument] = ()  # whole-file keyword documents to (re)write

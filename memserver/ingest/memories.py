@@ -1,8 +1,10 @@
 """Keeps the distilled view in step with the chunks while indexing.
 
 New or reopened chunks are distilled (a deterministic distiller, or an LLM one
-with a cache) and their memories stored and made searchable; memories of
-closed chunks turn stale and leave the keyword index. The planner only decides:
+with a cache) and their memories stored and made searchable; so are chunks that
+kept their text but not their name (a renamed class's methods): a live memory the
+distiller no longer makes of its chunk is superseded by one it makes now. Memories
+of closed chunks turn stale and leave the keyword index. The planner only decides:
 what it returns goes into the batch's `FileChanges`, which the store writes.
 """
 
@@ -10,10 +12,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from memserver.core.ids import memory_id
 from memserver.core.protocols import Distiller
-from memserver.core.types import ACTIVE, MEMORY_TYPES, STALE, Chunk, Memory
+from memserver.core.types import ACTIVE, MEMORY_TYPES, STALE, SUPERSEDED, Chunk, Memory
 from memserver.store.index import IndexStore
 
 _LIVE = (ACTIVE, STALE)
@@ -35,6 +38,17 @@ def distill(distiller: Distiller, chunk: Chunk) -> list[Memory]:
         mid = memory_id((chunk.id,), d.type, d.text)
         out[mid] = Memory(mid, d.type, d.key, d.text, (chunk.id,), d.entities, producer)
     return list(out.values())
+
+
+@dataclass
+class Distilled:
+    """What distilling a batch's new, reopened and renamed chunks changes."""
+
+    fresh: list[tuple[Memory, str]] = field(default_factory=list)  # to store: (memory, origin)
+    revived: list[str] = field(default_factory=list)  # stale memories to make active again
+    live: list[Memory] = field(default_factory=list)  # their live memories (keyword index)
+    # live memories these chunks no longer give → a memory the chunk gives now (None: none)
+    outdated: dict[str, str | None] = field(default_factory=dict)
 
 
 class MemoryPlanner:
@@ -79,13 +93,12 @@ class MemoryPlanner:
         states, citations = self.store.memories.about(todo)
         self._take(states if self.distiller else {}, citations)
 
-    def chunks_added(
-        self, chunks: Iterable[Chunk]
-    ) -> tuple[list[tuple[Memory, str]], list[str], list[Memory]]:
-        """Distil chunks that are new or back: (memories to store, stale ones to make active
-        again, every live memory of these chunks for the keyword index)."""
+    def chunks_added(self, chunks: Iterable[Chunk]) -> Distilled:
+        """Distil chunks that are new, back or renamed: the memories to store, the stale
+        ones to make active again, every live memory of these chunks (for the keyword
+        index), and the live ones the distiller no longer makes of them (outdated)."""
         if self.distiller is None:
-            return [], [], []
+            return Distilled()
         chunks = list(chunks)
         self.load(c.id for c in chunks)
         memories: list[tuple[Memory, str]] = []
@@ -95,12 +108,22 @@ class MemoryPlanner:
         # a memory forgotten or superseded stays so when its chunk comes back
         live = [(m, o) for m, o in memories if self.states.get(m.id, (ACTIVE,))[0] in _LIVE]
         revived = [m.id for m, _ in live if self.states.get(m.id, (ACTIVE,))[0] == STALE]
+        made: dict[str, list[str]] = defaultdict(list)
+        for m, origin in memories:
+            made[origin].append(m.id)
+        outdated: dict[str, str | None] = {}
+        for c in chunks:
+            now = made.get(c.id, [])
+            for mid in self.by_origin.get(c.id, ()):
+                if mid not in now and self.states[mid][0] in _LIVE:
+                    outdated[mid] = now[0] if now else None
+                    self.states[mid] = (SUPERSEDED, c.id)
         for m, origin in live:
             self.states[m.id] = (ACTIVE, origin)
             if m.id not in self.by_origin[origin]:
                 self.by_origin[origin].append(m.id)
         self.added += len(fresh)
-        return fresh, revived, [m for m, _ in live]
+        return Distilled(fresh, revived, [m for m, _ in live], outdated)
 
     def ids_of(self, chunk_ids: Sequence[str]) -> list[str]:
         self.load(chunk_ids)

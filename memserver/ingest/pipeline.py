@@ -281,14 +281,18 @@ class Indexer:
         moved = _moved(existing, stored)
         gone = sorted(cid for cid in old_ids - kept if states.get(cid))
         back = [existing[cid] for cid in reopened]
-        memories.load([*(c.id for c in new), *reopened, *gone])  # one read for the batch
-        fresh, revived, live = memories.chunks_added([*new, *back])
+        # same text under another name or header (a renamed class): distilled again
+        renamed = [existing[cid] for cid, place in moved.items()
+                   if states[cid] and stored[cid][1][2:] != place[2:]]  # fmt: skip
+        memories.load([*(c.id for c in new), *reopened, *gone, *(c.id for c in renamed)])
+        distilled = memories.chunks_added([*new, *back, *renamed])
         hidden = memories.ids_of(gone)
         self.store.commit_files(FileChanges(
             added=new, reopened=back, moved=moved,
             moved_chunks=[existing[cid] for cid in moved], closed=gone,
-            memories_added=fresh, memories_revived=revived, memories_searchable=live,
-            memories_hidden=hidden, follow_origin=self.distiller is not None,
+            memories_added=distilled.fresh, memories_revived=distilled.revived,
+            memories_searchable=distilled.live, memories_hidden=hidden,
+            memories_outdated=distilled.outdated, follow_origin=self.distiller is not None,
             notes_stale=memories.chunks_closed(gone), graphs=self._graphs(cut, given),
             documents=file_documents([c for _, chunks in cut for c in chunks]), records=records,
         ))  # fmt: skip

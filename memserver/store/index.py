@@ -237,12 +237,14 @@ class IndexStore:
         closings (the graph versions they replace too), then the manifest."""
         with self.writing():
             self.chunks.insert(c.added)
+            self.memories.insert(c.memories_added)
+            # before the reopening and the move: a run cut short here distils again
+            self.memories.outdate(c.memories_outdated)
             self.chunks.set_valid_to([x.id for x in c.reopened], closed=False)
             self.chunks.move(c.moved)
-            self.memories.insert(c.memories_added)
             self.memories.set_status(c.memories_revived, ACTIVE, was=STALE)
-            if c.closed or c.memories_hidden:
-                self.keyword.delete([*c.closed, *c.memories_hidden])
+            if c.closed or c.memories_hidden or c.memories_outdated:
+                self.keyword.delete([*c.closed, *c.memories_hidden, *c.memories_outdated])
             if c.added or c.reopened or c.moved_chunks:
                 self.keyword.add([*c.added, *c.reopened, *c.moved_chunks])
             if c.memories_searchable:
@@ -536,30 +538,38 @@ class IndexStore:
             and self.files.count() == self.file_keyword.count("file")
         )
 
-    def _memory_plan(self) -> tuple[list[str], list[str], set[str]]:
-        """(to mark stale, to make active again, ids the keyword index should hold).
+    def _memory_plan(self) -> tuple[list[str], list[str], list[str], set[str]]:
+        """(to mark stale, to make active again, to mark superseded, ids the keyword index
+        should hold).
 
         A memory distilled from code follows its chunk: active iff the chunk is current,
-        searchable only then. A note's memory stays searchable while its note is current
-        and is stale iff a code chunk it cites is no longer current.
+        searchable only then; a stale one beside an active one of the same current chunk
+        is outdated (the chunk came back under another name and was distilled anew).
+        A note's memory stays searchable while its note is current and is stale iff a code
+        chunk it cites is no longer current.
         """
         current = {c for c, cur in self.chunks.states().items() if cur}
         cites = self.memories.citations()
-        stale, back, searchable = [], [], set()
-        for m, (status, origin) in self.memories.states().items():
+        states = self.memories.states()
+        distilled_live = {o for m, (st, o) in states.items() if st == ACTIVE and m not in cites}
+        stale, back, outdated, searchable = [], [], [], set()
+        for m, (status, origin) in states.items():
             if status not in (ACTIVE, STALE):
                 continue
             ok = origin in current and all(c in current for c in cites.get(m, ())[1:])
+            if status == STALE and ok and m not in cites and origin in distilled_live:
+                outdated.append(m)
+                continue
             if status == ACTIVE and not ok:
                 stale.append(m)
             elif status == STALE and ok:
                 back.append(m)
             if ok or (m in cites and origin in current):
                 searchable.add(m)
-        return stale, back, searchable
+        return stale, back, outdated, searchable
 
     def _searchable_memories(self) -> dict[str, Memory]:
-        _, _, searchable = self._memory_plan()
+        *_, searchable = self._memory_plan()
         return self.memories.get(sorted(searchable))
 
     def reconcile(self) -> int:
@@ -658,7 +668,7 @@ class IndexStore:
         redo = [r.chunk_ids for r in manifest.values() if not stored.issuperset(r.chunk_ids)]
         want = referenced.difference(*redo) | (current - stored)
         in_bm25 = self.keyword.all_ids("chunk")
-        stale, back, searchable = self._memory_plan()
+        stale, back, outdated, searchable = self._memory_plan()
         memories_in_bm25 = self.keyword.all_ids("memory")
         graph = graphsync.plan(manifest, self.graph).counts()
         file_docs = self.file_keyword.all_ids("file")
@@ -669,7 +679,7 @@ class IndexStore:
             "files whose chunk rows are gone": len(redo),
             "keyword documents to drop": len(in_bm25 - want),
             "keyword documents to add": len(want - in_bm25),
-            "memory statuses to correct": len(stale) + len(back),
+            "memory statuses to correct": len(stale) + len(back) + len(outdated),
             "memories of a note that was never stored": len(self._orphans()),
             "memory keyword documents to drop": len(memories_in_bm25 - searchable),
             "memory keyword documents to add": len(searchable - memories_in_bm25),
@@ -706,16 +716,17 @@ class IndexStore:
         orphans = self._orphans()
         if orphans:
             self.memories.delete(orphans)
-        stale, back, searchable = self._memory_plan()
+        stale, back, outdated, searchable = self._memory_plan()
         self.memories.set_status(stale, STALE)
         self.memories.set_status(back, ACTIVE)
+        self.memories.outdate(dict.fromkeys(outdated))
         in_bm25 = self.keyword.all_ids("memory")
         extra, missing = in_bm25 - searchable, sorted(searchable - in_bm25)
         if extra or missing:
             self.keyword.delete(extra)
             self.keyword.add_memories(self.memories.get(missing).values())
             self.keyword.commit()
-        return len(orphans) + len(stale) + len(back) + len(extra) + len(missing)
+        return len(orphans) + len(stale) + len(back) + len(outdated) + len(extra) + len(missing)
 
     # -- reads beyond one table -----------------------------------------------------------
 

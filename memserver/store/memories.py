@@ -320,6 +320,15 @@ class MemoryRows:
             for newer, ids in groups.items():
                 ldb.update_ids(self.table, "id", ids, {**values, "superseded_by": newer})
 
+    def outdate(self, by: Mapping[str, str | None]) -> None:
+        """Mark memories their chunk no longer gives superseded: by the memory it gives now
+        where there is one (id → that id), else by none. One write for them all."""
+        if not by:
+            return
+        with lance_errors("mark outdated memories superseded"):
+            ldb.update_columns(self.table, {"id": list(by), "status": [SUPERSEDED] * len(by),
+                                            "superseded_by": list(by.values())})  # fmt: skip
+
     def restore(self, statuses: Mapping[str, str]) -> None:
         """Put memories back to a status (an undone review decision): no longer superseded
         or closed."""
