@@ -45,6 +45,17 @@ def _method_memories(engine) -> tuple[str, dict[str, tuple[str, str | None, str]
                  for r in rows.to_pylist() if r["id"] in ids}  # fmt: skip
 
 
+def _indexed(tmp_path: Path, make_engine):
+    """(the module, its engine) after a first index run of Invoice.settle_invoice."""
+    root = tmp_path / "repo"
+    (root / "billing").mkdir(parents=True)
+    module = root / "billing" / "invoice.py"
+    module.write_text(_module("Invoice", METHOD))
+    engine = make_engine(root, overrides=SMALL)
+    engine.index()
+    return module, engine
+
+
 def _problems(engine) -> dict[str, int]:
     return {k: v for k, v in engine.open_store().desync().items() if v}
 
@@ -52,12 +63,7 @@ def _problems(engine) -> dict[str, int]:
 def test_a_renamed_class_supersedes_the_memories_naming_it_the_old_way(
     tmp_path: Path, make_engine
 ) -> None:
-    root = tmp_path / "repo"
-    (root / "billing").mkdir(parents=True)
-    module = root / "billing" / "invoice.py"
-    module.write_text(_module("Invoice", METHOD))
-    engine = make_engine(root, overrides=SMALL)
-    engine.index()
+    module, engine = _indexed(tmp_path, make_engine)
     cid, before = _method_memories(engine)
     assert before and all(s == ACTIVE for s, _, _ in before.values())
     assert any("Invoice.settle_invoice" in t for _, _, t in before.values())
@@ -82,12 +88,7 @@ def test_a_chunk_back_under_another_name_leaves_nothing_for_a_repair_to_revive(
 ) -> None:
     """v1 Invoice.settle_invoice; v2 changes the method (its memories go stale); v3 has
     v1's method text in a renamed class: the chunk comes back and is distilled anew."""
-    root = tmp_path / "repo"
-    (root / "billing").mkdir(parents=True)
-    module = root / "billing" / "invoice.py"
-    module.write_text(_module("Invoice", METHOD))
-    engine = make_engine(root, overrides=SMALL)
-    engine.index()
+    module, engine = _indexed(tmp_path, make_engine)
     cid, first = _method_memories(engine)
     module.write_text(_module("Invoice", CHANGED))
     engine.index()
@@ -107,12 +108,7 @@ def test_a_chunk_back_under_another_name_leaves_nothing_for_a_repair_to_revive(
 def test_a_repair_supersedes_what_an_older_release_left_stale(tmp_path: Path, make_engine) -> None:
     """An index written before chunks were distilled again kept the old generation stale
     beside the new one: doctor counts it, and a repair supersedes it instead of reviving."""
-    root = tmp_path / "repo"
-    (root / "billing").mkdir(parents=True)
-    module = root / "billing" / "invoice.py"
-    module.write_text(_module("Invoice", METHOD))
-    engine = make_engine(root, overrides=SMALL)
-    engine.index()
+    module, engine = _indexed(tmp_path, make_engine)
     _, first = _method_memories(engine)
     module.write_text(_module("SalesInvoice", METHOD))
     engine.index()

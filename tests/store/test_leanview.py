@@ -129,6 +129,21 @@ def test_lean_dense_arm_agrees_with_exact_search(engines) -> None:
         assert above <= {c for c, _ in ann}
 
 
+def _ann_searches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tables LanceDB's vector search is asked about from now on, in order."""
+    from memserver.store.index import IndexStore
+
+    searched: list[str] = []
+    real = IndexStore.ann_search
+
+    def counted(self, name, *args, **kw):
+        searched.append(name)
+        return real(self, name, *args, **kw)
+
+    monkeypatch.setattr(IndexStore, "ann_search", counted)
+    return searched
+
+
 def test_lean_view_holding_vectors_ranks_as_the_in_memory_view(
     engines, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -139,20 +154,12 @@ def test_lean_view_holding_vectors_ranks_as_the_in_memory_view(
 
     from memserver.engine import Engine
     from memserver.retrieve import arms
-    from memserver.store.index import IndexStore
 
     small = engines[0].recaller(rerank=False)
     exact = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
                    overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
     exact.index()
-    searched: list[str] = []
-    real = IndexStore.ann_search
-
-    def counted(self, name, *args, **kw):
-        searched.append(name)
-        return real(self, name, *args, **kw)
-
-    monkeypatch.setattr(IndexStore, "ann_search", counted)
+    searched = _ann_searches(monkeypatch)
     lean = exact.recaller(rerank=False)
     snap = lean.snapshots()
     assert isinstance(snap, LeanSnapshot) and snap.vectors is not None
@@ -327,19 +334,11 @@ def test_memories_without_vectors_are_not_searched_by_vector(
 
     from memserver.core.requests import Note
     from memserver.engine import Engine
-    from memserver.store.index import IndexStore
 
     engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
                     overrides={"recall": ANN})  # fmt: skip
     engine.index()
-    searched: list[str] = []
-    real = IndexStore.ann_search
-
-    def counted(self, name, *args, **kw):
-        searched.append(name)
-        return real(self, name, *args, **kw)
-
-    monkeypatch.setattr(IndexStore, "ann_search", counted)
+    searched = _ann_searches(monkeypatch)
     recaller = engine.recaller(rerank=False)
     snap = recaller.snapshots()
     assert isinstance(snap, LeanSnapshot) and snap.memory_vectors == 0
