@@ -365,3 +365,32 @@ def test_memories_without_vectors_are_not_searched_by_vector(
     assert "memories" in searched
     assert [m for m, _ in by_ann][: len(hits)] == [m for m, _ in hits]
     assert [s for _, s in by_ann][: len(hits)] == pytest.approx([s for _, s in hits], abs=1e-4)
+
+
+def test_lean_view_holding_vectors_before_they_are_made(repo: Path, tmp_path: Path) -> None:
+    """A keyword-searchable index not embedded yet: the view holds zero rows for the
+    missing vectors and its dense arm finds nothing; once embedded it finds what the
+    in-memory view finds."""
+    import numpy as np
+
+    from memserver.engine import Engine
+    from memserver.retrieve import arms
+
+    engine = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={},
+                    overrides={"recall": {"ann_min_rows": 50}})  # fmt: skip
+    engine.index(embed=False)
+    recaller = engine.recaller(rerank=False)
+    snap = recaller.snapshots()
+    assert isinstance(snap, LeanSnapshot) and snap.vectors is not None
+    assert snap.unembedded() == snap.size() and not snap.vectors.any()
+    qv = np.asarray(recaller.embedder.embed_documents([QUERIES[0]])[0], dtype=np.float32)
+    assert arms.dense_chunks(snap, qv, None, 10) == []
+    result = recaller.recall(QUERIES[0], rerank=False)
+    assert result.evidence and result.unembedded == snap.size()
+
+    engine.index()
+    snap = engine.recaller(rerank=False).snapshots()
+    assert isinstance(snap, LeanSnapshot) and snap.unembedded() == 0
+    small = Engine(repo, tmp_path / "index", embedder_flag="hashing", env={})
+    want = arms.dense_chunks(small.recaller(rerank=False).snapshots(), qv, None, 10)
+    assert want and arms.dense_chunks(snap, qv, None, 10) == want
