@@ -140,7 +140,7 @@ def main() -> None:
                               threads=args.threads, local_files_only=True)  # fmt: skip
         cos = cosines(ref, embed(model, texts))
         fast = speed(fp32, model, speed_texts)
-        size = built.model_file.stat().st_size
+        size = int(built.recipe["bytes"])  # the graph and its weights file
         ok = (
             quantize.VARIANTS[name].method != "none"
             and (cos["min"] >= 0.99 or cos["p1"] >= 0.995)

@@ -54,8 +54,14 @@ def test_an_int8_copy_is_built_in_the_hub_layout_and_loads_through_fastembed(
     repo = cache / variant.repo_folder
     revision = (repo / "refs" / "main").read_text()
     snap = repo / "snapshots" / revision
-    assert revision == hashlib.sha1((snap / "model.onnx").read_bytes()).hexdigest()
-    assert {p.name for p in snap.iterdir()} == {"model.onnx", "quantization.json", *quantize.COPIED}
+    files = (snap / "model.onnx").read_bytes() + (snap / quantize.WEIGHTS).read_bytes()
+    assert revision == hashlib.sha1(files).hexdigest()
+    assert {p.name for p in snap.iterdir()} == {
+        "model.onnx",
+        quantize.WEIGHTS,
+        "quantization.json",
+        *quantize.COPIED,
+    }
     assert [p.name for p in cache.iterdir()] == [variant.repo_folder]  # no staging left
     recipe = json.loads((snap / "quantization.json").read_text())
     assert recipe["variant"]["name"] == KEPT and recipe["bytes"] < 0.8 * 90_359_559
@@ -77,6 +83,40 @@ def test_the_fp32_control_copy_embeds_exactly_like_the_builtin_model(
     """Same graph, same registration path: pooling and normalisation match fastembed's own."""
     vecs = embed(quantize.VARIANTS["fp32-copy"].model_name, tmp_path / "models")
     assert (vecs * fp32_vectors).sum(axis=1).min() > 0.99999
+
+
+@requires_model
+@pytest.mark.model
+def test_a_copy_keeps_its_weights_in_a_file_onnxruntime_maps(tmp_path: Path) -> None:
+    """The tensors are external data beside the graph, so a session maps them (shared, read
+    where used) instead of copying them into its heap; a copy by an older recipe, which
+    nothing loads any more, is removed when the new one is made."""
+    import onnx
+    import onnxruntime
+
+    cache = tmp_path / "models"
+    variant = quantize.VARIANTS["fp32-copy"]
+    stem = variant.repo_folder.removesuffix(f"-v{quantize.RECIPE_VERSION}")
+    older, other = cache / f"{stem}-v1", cache / "models--someone--else-v1"
+    for folder in (older, other):
+        (folder / "refs").mkdir(parents=True)
+    built = quantize.resolve(variant.model_name, MODEL_CACHE, cache)
+    assert built is not None
+    assert sorted(p.name for p in cache.iterdir()) == sorted([variant.repo_folder, other.name])
+
+    graph = onnx.load(str(built.model_file), load_external_data=False)
+    big = [t for t in graph.graph.initializer if t.dims and np.prod(t.dims) > 256]
+    assert big and all(t.data_location == onnx.TensorProto.EXTERNAL for t in big)
+    assert built.model_file.stat().st_size < 1_000_000  # the graph alone
+
+    session = onnxruntime.InferenceSession(str(built.model_file))
+    maps = Path("/proc/self/maps")
+    if maps.exists():  # Linux: the weights file is mapped into this process
+        assert str(built.snapshot / quantize.WEIGHTS) in maps.read_text()
+    ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
+    out = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                             "token_type_ids": np.zeros_like(ids)})  # fmt: skip
+    assert out[0].shape == (1, 4, quantize.DIM)
 
 
 def test_no_cached_fp32_model_is_a_clear_error(tmp_path: Path) -> None:
@@ -172,7 +212,7 @@ def test_an_int8_word_table_halves_the_copy_and_keeps_its_vectors(
     plain = embed(quantize.NAME_PREFIX + KEPT, cache)
     plain_file = quantize.find(quantize.VARIANTS[KEPT], cache)
     assert plain_file is not None
-    assert built.model_file.stat().st_size < 0.6 * plain_file.model_file.stat().st_size
+    assert built.recipe["bytes"] < 0.6 * plain_file.recipe["bytes"]  # graphs and weights
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-3)
     assert (vecs * plain).sum(axis=1).min() > 0.99  # the table's rounding moves little
     assert (vecs * fp32_vectors).sum(axis=1).min() > 0.98
