@@ -125,6 +125,7 @@ def serve_command(review_page: ReviewPage | None = None) -> click.Command:
         from memserver.core.errors import MemserverError
         from memserver.server import transports
 
+        _few_heap_arenas()
         try:
             auth = _auth(transport, host, allow_remote, tokens_file, scopes, allowed_hosts)
         except MemserverError as err:
@@ -159,6 +160,30 @@ def serve_command(review_page: ReviewPage | None = None) -> click.Command:
             backend.stop_watching()
 
     return serve
+
+
+MALLOC_ARENAS = 2
+_M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+
+
+def _few_heap_arenas() -> None:
+    """At most `MALLOC_ARENAS` glibc heap arenas for the server's threads (the event loop,
+    tool calls, LanceDB's and ONNX Runtime's pools), where glibc gives each thread that
+    meets a busy heap an arena of its own, up to eight per core, and keeps the pages each
+    one freed. A long-lived process that mostly waits does not need them: on the click
+    index, 10 MB less RSS after 100 recalls. `MALLOC_ARENA_MAX` in the environment wins;
+    elsewhere than glibc nothing changes."""
+    import ctypes
+    import ctypes.util
+    import os
+
+    if os.environ.get("MALLOC_ARENA_MAX"):
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    except (OSError, AttributeError):  # not glibc (macOS, musl)
+        pass
 
 
 @dataclass(frozen=True, slots=True)

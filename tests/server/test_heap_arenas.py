@@ -1,0 +1,52 @@
+"""`memserver serve` caps glibc's heap arenas (each thread would otherwise get its own)."""
+
+from __future__ import annotations
+
+import ctypes.util
+import platform
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc only"
+)
+
+# Threads alive at once, each allocating from the C heap (buffers over pymalloc's 512 bytes);
+# then glibc's own report of its heaps (malloc_info: one <heap> per arena) is counted.
+PROBE = """
+import ctypes, ctypes.util, os, sys, tempfile, threading
+from memserver.server.cli_command import _few_heap_arenas
+if sys.argv[1] == "capped":
+    _few_heap_arenas()
+barrier, held = threading.Barrier(6), []
+def work():
+    barrier.wait()
+    held.append([bytearray(4096) for _ in range(200)])
+    barrier.wait()
+threads = [threading.Thread(target=work) for _ in range(6)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.fdopen.restype = ctypes.c_void_p
+with tempfile.TemporaryFile() as fh:
+    stream = libc.fdopen(os.dup(fh.fileno()), b"w")
+    libc.malloc_info(0, ctypes.c_void_p(stream))
+    libc.fclose(ctypes.c_void_p(stream))
+    fh.seek(0)
+    print(fh.read().decode().count("<heap nr="))
+"""
+
+
+def heaps(mode: str, **env: str) -> int:
+    run = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", **env}, check=True)  # fmt: skip
+    return int(run.stdout)
+
+
+@pytest.mark.skipif(ctypes.util.find_library("c") is None, reason="no libc to load")
+def test_the_server_keeps_to_a_few_heap_arenas_unless_the_environment_says_otherwise() -> None:
+    assert heaps("default") >= 4  # six threads at once: arenas of their own
+    assert heaps("capped") <= 2
+    assert heaps("capped", MALLOC_ARENA_MAX="8") >= 4  # the user's setting wins
