@@ -740,11 +740,11 @@ def model_fetch(root_opt: str | None, index_dir: str | None, name: str | None,
 
     It goes to the per-user model cache (or [embedding] cache_dir / FASTEMBED_CACHE_PATH),
     where every later `memserver` process finds it, MCP servers included."""
-    found, where, dim = _engine(root_opt, index_dir, name).fetch_model()
+    found, where, dim, place = _engine(root_opt, index_dir, name).fetch_model()
     if as_json:
-        _emit_json({"model": found, "cache_dir": where, "dim": dim})
+        _emit_json({"model": found, "cache_dir": where, "dim": dim, "location": place})
     else:
-        click.echo(f"{found} is ready in {where} ({dim} dimensions)")
+        click.echo(f"{found} is ready in {place} ({dim} dimensions)")
 
 
 @model.command(name="where")

@@ -480,13 +480,13 @@ class Engine:
         if not isinstance(embedder, FastEmbedder):
             return Check("model", True, f"{self.settings.embedding.model}: nothing to load")
         if embedder.cached():
-            return Check("model", True, f"{embedder.name} in {embedder.cache}")
+            return Check("model", True, f"{embedder.name} in {embedder.location()}")
         return Check("model", False, f"{embedder.name} is not in {embedder.cache}: recall is "
                      f"keyword-only; {fix_hint(embedder.name, embedder.cache)}")  # fmt: skip
 
-    def fetch_model(self) -> tuple[str, str, int]:
+    def fetch_model(self) -> tuple[str, str, int, str]:
         """Download the embedding model into its cache (if missing) and try it once:
-        (model, cache folder, dimension)."""
+        (model, cache folder, dimension, where it is in words)."""
         from memserver.embed.fastembed import FastEmbedder
 
         embedder = make_embedder(self.configured_embedding, download=True)
@@ -496,7 +496,7 @@ class Engine:
                 hint="set [embedding] model to a fastembed model name, or pass --model",
             )
         vector = embedder.embed_documents(["def hello(): return 'world'"])[0]
-        return embedder.name, str(embedder.cache), len(vector)
+        return embedder.name, str(embedder.cache), len(vector), embedder.location()
 
     def status(self, store: IndexStore | None = None) -> Status:
         from indexers.read import Refused, read_bytes

@@ -128,6 +128,18 @@ class FastEmbedder:
             return False
         return True
 
+    def location(self) -> str:
+        """Where the model is, in words: its cache; for an int8 copy, the copy's folder (or
+        where it will be made) and the fp32 model's cache it is made from."""
+        variant = quantize.variant_of(self.name)
+        if variant is None:
+            return str(self.cache)
+        built = quantize.find(variant)
+        where = str(built.snapshot) if built is not None else (
+            f"{quantize.user_cache()} (made on first use)"
+        )  # fmt: skip
+        return f"{where}, from {quantize.BASE_MODEL} in {self.cache}"
+
     def _load(self) -> Any:
         _quiet()
         from fastembed import TextEmbedding

@@ -161,8 +161,13 @@ def test_the_embedder_makes_and_loads_the_int8_copy_its_settings_name(
     assert known_dim(variant.model_name) == embedder.dim == quantize.DIM
     assert embedder.cached()  # the fp32 model is there: the copy can be made
     assert quantize.find(variant, tmp_path / "models") is None
+    assert embedder.location() == (
+        f"{tmp_path / 'models'} (made on first use), from {quantize.BASE_MODEL} in {MODEL_CACHE}"
+    )
     vecs = np.asarray(embedder.embed_documents(TEXTS))  # made now, then loaded
-    assert quantize.find(variant, tmp_path / "models") is not None
+    built = quantize.find(variant, tmp_path / "models")
+    assert built is not None
+    assert embedder.location().startswith(f"{built.snapshot}, from {quantize.BASE_MODEL} in ")
     assert (vecs * fp32_vectors).sum(axis=1).min() > 0.98
     query = np.asarray(embedder.embed_query(TEXTS[2]))
     assert float(query @ fp32_vectors[2]) > 0.98
