@@ -14,7 +14,8 @@ are called by `IndexStore` only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,8 +214,16 @@ class GraphRows:
                           f"kind = {sql_quote(FILE)}")  # fmt: skip
             defs = _read(self.symbols, wheres, _DEF_COLUMNS, _DEF_ORDER,
                          f"kind != {sql_quote(FILE)}")  # fmt: skip
-            refs = _read(self.refs, wheres, _REF_COLUMNS, _REF_ORDER)
-        return _assemble(files, defs, refs, columns)
+            if not columns:
+                return _assemble(files, defs, _read(self.refs, wheres, _REF_COLUMNS,
+                                                    _REF_ORDER))  # fmt: skip
+            # a whole repository's references: compact columns, no object per row
+            parts = [ldb.scan(self.refs, where, _REF_COLUMNS) for where in wheres]
+            refs = _compact(ldb.sorted_table(parts, _REF_ORDER))
+        del parts
+        stored = _assemble(files, defs, refs, columns)
+        ldb.give_back_memory()  # the scans' buffers, freed above
+        return stored
 
 
 def _part(g: FileGraph) -> GraphPart:
@@ -308,22 +317,83 @@ _BY_COLUMN = ("name", "kind", "line", "column", "enclosing", "qualifier", "recei
               "chunk_id")  # fmt: skip
 
 
-def _by_column(refs: Mapping[str, list[Any]]) -> dict[str, RefColumns]:
+class _Coded(Sequence[str]):
+    """A column of strings as codes into its distinct values: one object per value, where
+    a Python list holds one per row (Django's 320k references: 128 MB as lists)."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, codes: np.ndarray, values: list[str]) -> None:
+        self.codes, self.values = codes, values
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.values.__getitem__, self.codes.tolist())
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return _Coded(self.codes[at], self.values)  # a view of the same codes
+        return self.values[int(self.codes[at])]
+
+
+class _Ints(Sequence[int]):
+    """A column of integers in a NumPy array, read as Python ints."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.array.tolist())
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return _Ints(self.array[at])
+        return int(self.array[at])
+
+
+def _compact(table: pa.Table) -> dict[str, Sequence[Any]]:
+    """A table's columns as `_Coded` strings and `_Ints`; a column with nulls (or of
+    another type) as a plain list, as `ldb.sorted_columns` gives it."""
+    out: dict[str, Sequence[Any]] = {}
+    for name in table.column_names:
+        column = table.column(name)
+        if column.null_count:
+            out[name] = column.to_pylist()
+        elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            coded = pc.dictionary_encode(column).combine_chunks()
+            codes = coded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+            out[name] = _Coded(codes, coded.dictionary.to_pylist())
+        elif pa.types.is_integer(column.type):
+            out[name] = _Ints(column.to_numpy().astype(np.int64))
+        else:
+            out[name] = column.to_pylist()
+    return out
+
+
+def _by_column(refs: Mapping[str, Sequence[Any]]) -> dict[str, RefColumns]:
     """version → its references as columns (a version's rows are contiguous: they are read
     sorted by version, then place)."""
     out: dict[str, RefColumns] = {}
     versions = refs["version"]
-    start = 0
-    for end in range(1, len(versions) + 1):
-        if end == len(versions) or versions[end] != versions[start]:
-            out[versions[start]] = RefColumns(*(refs[c][start:end] for c in _BY_COLUMN))
-            start = end
+    if not len(versions):
+        return out
+    keys = versions.codes if isinstance(versions, _Coded) else np.array(list(versions), object)
+    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1  # where the next version starts
+    for start, end in itertools.pairwise([0, *cuts.tolist(), len(keys)]):
+        out[versions[start]] = RefColumns(*(refs[c][start:end] for c in _BY_COLUMN))
     return out
 
 
 def _assemble(
     files: Mapping[str, list[Any]], defs: Mapping[str, list[Any]],
-    refs: Mapping[str, list[Any]], columns: bool = False,
+    refs: Mapping[str, Sequence[Any]], columns: bool = False,
 ) -> list[StoredFile]:  # fmt: skip
     by_version: dict[str, tuple[list[Definition], list[str], list[str]]] = {}
     strings: dict[str, str] = {}

@@ -226,10 +226,32 @@ def take_row_ids(table: Table, row_ids: Sequence[int], columns: Sequence[str]) -
     return table.take_row_ids(list(row_ids)).select(list(columns)).to_arrow()
 
 
+def give_back_memory() -> None:
+    """Return the memory a large read freed to the system: Arrow's pool keeps what its
+    compute functions freed, glibc's heap what LanceDB's scans freed (in the arena of each
+    thread that read), and a server holds on to both for the rest of its life. On Django
+    3.2's code graph (320k references) the read left 346 MB resident, 131 MB after this."""
+    import ctypes
+    import ctypes.util
+
+    pa.default_memory_pool().release_unused()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (macOS, musl): the pool was all
+        return
+    trim(0)
+
+
+def sorted_table(parts: Sequence[pa.Table], keys: Sequence[str]) -> pa.Table:
+    """Scanned parts joined and sorted by `keys`."""
+    merged = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    return merged.sort_by([(k, "ascending") for k in keys])
+
+
 def sorted_columns(parts: Sequence[pa.Table], keys: Sequence[str]) -> dict[str, list[Any]]:
     """Scanned parts joined and sorted by `keys`, as Python lists per column."""
-    merged = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    merged = merged.sort_by([(k, "ascending") for k in keys])
+    merged = sorted_table(parts, keys)
     return {name: merged.column(name).to_pylist() for name in merged.column_names}
 
 

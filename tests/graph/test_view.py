@@ -64,3 +64,26 @@ def test_a_derived_reading_answers_as_a_fresh_one(tmp_path: Path) -> None:
     assert first.lookup("backoff")[0].signature == "def backoff(request):"  # unchanged
     assert derived.name_files == fresh.name_files
     assert derived.chunks == fresh.chunks and derived.versions == fresh.versions
+
+
+def test_references_read_by_column_are_the_references_stored(tmp_path: Path) -> None:
+    """The whole graph read as compact columns (codes into distinct strings, integer
+    arrays) gives every file the references and chunks the object reading gives it, as
+    plain Python values."""
+    real = Path(extract_tags.__code__.co_filename).read_text()  # a module with many uses
+    root = write_tree(tmp_path / "repo", {**FILES, "pkg/tags.py": real})
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    graph = engine.open_store().graph
+    plain = {s.tags.path: s for s in graph.load()}
+    by_column = {s.tags.path: s for s in graph.load(columns=True)}
+    assert plain.keys() == by_column.keys()
+    assert sum(len(s.tags.references) for s in plain.values()) > 500
+    for path, stored in by_column.items():
+        cols = stored.columns
+        assert cols is not None
+        made = cols.references(path)
+        assert made == list(plain[path].tags.references), path
+        assert list(cols.chunk_id) == list(plain[path].reference_chunks)
+        assert all(type(r.line) is int and type(r.name) is str for r in made)
+        assert len(cols.name) == len(made) and list(cols.name[1:3]) == [r.name for r in made[1:3]]
