@@ -25,7 +25,7 @@ from memserver.core.protocols import FileState
 from memserver.core.types import Chunk
 from memserver.store.chunks import chunk_from_row
 from memserver.store.index import IndexStore
-from memserver.store.lancedb import ADDRESS, vector_matrix
+from memserver.store.lancedb import ADDRESS, give_back_memory, vector_matrix
 from memserver.store.schema import scope_pairs
 
 __all__ = ["MemorySnapshot", "load_snapshot", "refresh_snapshot", "turn_key"]
@@ -426,7 +426,9 @@ def file_states(store: IndexStore) -> dict[str, FileState]:
 
 def load_snapshot(store: IndexStore, with_memories: bool) -> MemorySnapshot:
     mem = _read_memories(store) if with_memories else None
-    return _assemble(_read_chunks(store), mem, file_states(store))
+    snap = _assemble(_read_chunks(store), mem, file_states(store))
+    give_back_memory()  # what reading the rows freed
+    return snap
 
 
 def refresh_snapshot(
