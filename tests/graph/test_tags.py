@@ -15,7 +15,15 @@ import indexers.treesitter.tags
 import memserver.core.graph
 from indexers.chunking import FileChunker, tag_file
 from indexers.treesitter import LANGUAGES
-from indexers.treesitter.registry import query_text, tags_queries
+from indexers.treesitter.registry import (
+    _REGISTRY,
+    _TAGS,
+    _single_capture,
+    grammar,
+    query_text,
+    split_patterns,
+    tags_queries,
+)
 from indexers.treesitter.tags import extract_tags, parse
 from memserver.core.graph import DEFINITION_KINDS, REFERENCE_KINDS, FileTags, Import
 from memserver.core.types import ChunkOptions
@@ -33,10 +41,40 @@ KIND_PREFIXES = ("definition.", "reference.", "member.")
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
-def test_every_language_has_compiling_tags(language: str) -> None:
+def test_every_language_has_compiling_tags_split_as_tree_sitter_splits_them(
+    language: str,
+) -> None:
+    """Each half is compiled from its own patterns: the source split into the patterns
+    tree-sitter finds in it (compiled whole here), multi-capture ones in `grouped`."""
+    from tree_sitter import Query
+
     queries = tags_queries(language)
-    assert queries.grouped.pattern_count == queries.flat.pattern_count > 0
+    assert queries.grouped.pattern_count > 0 and queries.flat.pattern_count > 0
     assert tags_queries(language) is queries  # cached
+    stem = _TAGS.get(language, _REGISTRY[language][1])
+    source = query_text(f"{stem}-tags")
+    whole = Query(grammar(language).language, source)
+    data = source.encode("utf-8")
+    theirs = [
+        data[whole.start_byte_for_pattern(i) : whole.end_byte_for_pattern(i)].decode()
+        for i in range(whole.pattern_count)
+    ]  # each up to the next pattern, comments between them included
+    ours = split_patterns(source)
+    assert [_code(p) for p in ours] == [_code(p) for p in theirs]
+    assert queries.grouped.pattern_count + queries.flat.pattern_count == whole.pattern_count
+    assert queries.flat.pattern_count == sum(1 for p in ours if _single_capture(p))
+
+
+def _code(pattern: str) -> list[str]:
+    """A pattern's tokens without its comments (strings kept whole)."""
+    strings: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        strings.append(m.group())
+        return f'"{len(strings) - 1}"'
+
+    code = re.sub(r'"(?:\\.|[^"\\])*"', keep, pattern)
+    return "\n".join(line.split(";")[0] for line in code.split("\n")).split()
 
 
 def test_tags_files_use_the_capture_convention() -> None:
