@@ -130,7 +130,7 @@ def _single_capture(pattern: str) -> bool:
 
 def split_patterns(source: str) -> list[str]:
     """The top-level patterns of a query source, each with the captures and quantifier
-    written after it; comments and blank space between patterns dropped."""
+    written after it (comment lines after it dropped)."""
     pieces: list[str] = []
     depth, start, at, n = 0, -1, 0, len(source)
     while at < n:
@@ -139,9 +139,11 @@ def split_patterns(source: str) -> list[str]:
             at = source.find("\n", at)
             at = n if at < 0 else at
             continue
-        if char == '"':  # a string, with its escapes
+        if char == '"':  # a string, with its escapes (at the top level, a pattern)
             end = _STRING.match(source, at)
-            if depth == 0 and start < 0:
+            if depth == 0:
+                if start >= 0:
+                    pieces.append(source[start:at].strip())
                 start = at
             at = end.end() if end else n
             continue
