@@ -105,9 +105,9 @@ def tags_queries(language: str) -> TagsQueries:
     stem = _TAGS.get(language, _REGISTRY[language][1])
     source = query_text(f"{stem}-tags")
     ts_language = grammar(language).language
-    pieces = split_patterns(source)
-    grouped = [p for p in pieces if _single_capture(p) is False]
-    flat = [p for p in pieces if _single_capture(p)]
+    pieces = [(p, _single_capture(p)) for p in split_patterns(source)]
+    grouped = [p for p, single in pieces if not single]
+    flat = [p for p, single in pieces if single]
     try:
         halves = Query(ts_language, "\n".join(grouped)), Query(ts_language, "\n".join(flat))
         if (halves[0].pattern_count, halves[1].pattern_count) == (len(grouped), len(flat)):

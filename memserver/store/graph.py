@@ -215,14 +215,10 @@ class GraphRows:
             defs = _read(self.symbols, wheres, _DEF_COLUMNS, _DEF_ORDER,
                          f"kind != {sql_quote(FILE)}")  # fmt: skip
             if not columns:
-                return _assemble(files, defs, _read(self.refs, wheres, _REF_COLUMNS,
-                                                    _REF_ORDER))  # fmt: skip
-            # a whole repository's references: compact columns, no object per row
-            parts = [ldb.scan(self.refs, where, _REF_COLUMNS) for where in wheres]
-            refs = _compact(ldb.sorted_table(parts, _REF_ORDER))
-        del parts
-        stored = _assemble(files, defs, refs, columns)
-        ldb.give_back_memory()  # the scans' buffers, freed above
+                return _assemble(files, defs, _read(self.refs, wheres, _REF_COLUMNS, _REF_ORDER))
+            compact = _read_compact(self.refs, wheres, _REF_COLUMNS, _REF_ORDER)
+        stored = _assemble(files, defs, compact, columns)
+        ldb.give_back_memory()  # the scans' buffers, freed by now
         return stored
 
 
@@ -311,6 +307,14 @@ def _read(table: Table, wheres: Sequence[str], columns: Sequence[str], order: Se
     for where in wheres:
         parts.append(ldb.scan(table, f"({where}) AND {also}" if also else where, columns))
     return ldb.sorted_columns(parts, order)
+
+
+def _read_compact(table: Table, wheres: Sequence[str], columns: Sequence[str],
+                  order: Sequence[str]) -> dict[str, Sequence[Any]]:  # fmt: skip
+    """As `_read`, in compact columns (`_compact`): a whole repository's references without
+    an object per row."""
+    parts = [ldb.scan(table, where, columns) for where in wheres]
+    return _compact(ldb.sorted_table(parts, order))
 
 
 _BY_COLUMN = ("name", "kind", "line", "column", "enclosing", "qualifier", "receiver_type",

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from memserver.core import heap
 from memserver.core.errors import StoreError
 from memserver.store.failures import failure_hint
 
@@ -231,16 +232,8 @@ def give_back_memory() -> None:
     compute functions freed, glibc's heap what LanceDB's scans freed (in the arena of each
     thread that read), and a server holds on to both for the rest of its life. On Django
     3.2's code graph (320k references) the read left 346 MB resident, 131 MB after this."""
-    import ctypes
-    import ctypes.util
-
     pa.default_memory_pool().release_unused()
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc (macOS, musl): the pool was all
-        return
-    trim(0)
+    heap.trim()
 
 
 def sorted_table(parts: Sequence[pa.Table], keys: Sequence[str]) -> pa.Table:
