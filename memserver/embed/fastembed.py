@@ -114,12 +114,12 @@ class FastEmbedder:
 
     def cached(self) -> bool:
         """Whether the model's files are in the cache (checked without loading the model)."""
-        _quiet()
-        from fastembed import TextEmbedding
-
         variant = quantize.variant_of(self.name)
         if variant is not None and quantize.find(variant) is not None:
             return True
+        _quiet()
+        from fastembed import TextEmbedding
+
         name = quantize.BASE_MODEL if variant is not None else self.name  # made from it
         try:
             TextEmbedding(name, cache_dir=str(self.cache), local_files_only=True,
@@ -141,9 +141,6 @@ class FastEmbedder:
         return f"{where}, from {quantize.BASE_MODEL} in {self.cache}"
 
     def _load(self) -> Any:
-        _quiet()
-        from fastembed import TextEmbedding
-
         kwargs: dict[str, Any] = {"cache_dir": str(self.cache)}
         if self.settings.threads:
             kwargs["threads"] = self.settings.threads
@@ -153,6 +150,9 @@ class FastEmbedder:
         variant = quantize.variant_of(model)
         if variant is not None:
             return self._load_int8(variant, kwargs)
+        _quiet()
+        from fastembed import TextEmbedding
+
         try:  # the cache alone: milliseconds when the model is there, no network ever
             return TextEmbedding(model, local_files_only=True, **kwargs)
         except Exception as exc:
@@ -180,8 +180,9 @@ class FastEmbedder:
 
     def _load_int8(self, variant: quantize.Variant, kwargs: dict[str, Any]) -> Any:
         """An int8 copy of the fp32 model (`embed.quantize`): made from the cached fp32
-        model once, into the per-user model cache, then loaded from there."""
-        from fastembed import TextEmbedding
+        model once, into the per-user model cache, then run from there by `embed.runtime`
+        (fastembed's steps without importing fastembed)."""
+        from memserver.embed.runtime import PooledModel
 
         model = variant.model_name
         if self.download and quantize.find(variant) is None:
@@ -202,9 +203,8 @@ class FastEmbedder:
                 f"first: {fix_hint(quantize.BASE_MODEL, self.cache)}",
             ) from exc
         assert built is not None  # a quantized name
-        kwargs = {**kwargs, "cache_dir": str(built.cache_dir)}
         try:
-            return TextEmbedding(built.model_name, local_files_only=True, **kwargs)
+            return PooledModel(built.snapshot, threads=kwargs.get("threads"))
         except Exception as exc:
             raise ModelUnavailable(
                 f"cannot load {model} from {built.snapshot}: {type(exc).__name__}: "

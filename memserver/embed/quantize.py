@@ -15,10 +15,11 @@ a file instead of copying its tensors into the heap: a session over the int8 cop
 39 MB resident after a run instead of 96 (the 47 MB word table is only read where a text's
 tokens are), and every session and process on the machine shares the same pages.
 
-and fastembed loads it under a model name of its own
-(`memserver/all-MiniLM-L6-v2-int8-<variant>`, registered with
-`TextEmbedding.add_custom_model`: mean pooling, L2 normalisation, 384-d), so an
-index records which model built it and never mixes int8 with fp32 vectors.
+It has a model name of its own (`memserver/all-MiniLM-L6-v2-int8-<variant>`), so an index
+records which model built it and never mixes int8 with fp32 vectors. `embed.runtime` runs
+it (mean pooling, L2 normalisation, 384-d: fastembed's steps, without fastembed); `load`
+gives fastembed's `TextEmbedding` over the same files, registered with
+`TextEmbedding.add_custom_model`, for comparisons.
 
 Selecting it: set the embedding model to a quantized name, e.g.
 `[embedding] model = "memserver/all-MiniLM-L6-v2-int8-<variant>"` (or
@@ -30,7 +31,7 @@ name gives None. `MEMSERVER_MODEL_CACHE` overrides the user cache (default: the
 platform cache dir + `memserver/models`, e.g. `~/.cache/memserver/models`).
 
 This module is the sole importer of `onnx` and `onnxruntime.quantization`; it
-imports fastembed only to register the copy (`register`), lazily.
+imports fastembed only in `register` / `load`, lazily.
 """
 
 from __future__ import annotations
@@ -556,9 +557,9 @@ _REGISTER = threading.Lock()
 def resolve(
     model_name: str, source_cache: str | Path | None = None, cache: Path | None = None
 ) -> Quantized | None:
-    """For a quantized model name: the copy (built on first use) registered with fastembed;
-    None for any other name. `source_cache` is where the fp32 model is (default:
-    $FASTEMBED_CACHE_PATH, else fastembed's default cache)."""
+    """For a quantized model name: the copy (built on first use); None for any other name.
+    `source_cache` is where the fp32 model is (default: $FASTEMBED_CACHE_PATH, else
+    fastembed's default cache)."""
     variant = variant_of(model_name)
     if variant is None:
         return None
@@ -575,7 +576,6 @@ def resolve(
                 "(benchmarks/quantize_variants.py does), or pick a dynamic variant",
             )
         built = build(variant, sources, cache)
-    register(variant)
     return built
 
 
@@ -586,6 +586,7 @@ def load(model_name: str, threads: int | None = None, **kwargs: Any) -> Any:
     q = resolve(model_name, kwargs.pop("source_cache", None), kwargs.pop("cache", None))
     if q is None:
         raise ModelUnavailable(f"{model_name!r} is not a quantized model name")
+    register(variant_of(model_name) or model_name)
     return TextEmbedding(q.model_name, cache_dir=str(q.cache_dir), threads=threads,
                          local_files_only=True, **kwargs)  # fmt: skip
 

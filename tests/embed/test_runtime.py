@@ -1,0 +1,88 @@
+"""The int8 copy run without fastembed (`embed.runtime`): the same vectors, bit for bit, as
+fastembed's TextEmbedding over the same files, and no fastembed import on the way."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memserver.embed import quantize
+from memserver.embed.runtime import PooledModel, load_tokenizer
+from tests.conftest import MODEL_CACHE, requires_model
+
+TEXTS = [
+    "",
+    "a",
+    "retry the http request when the server fails, waiting longer each time",
+    "héllo wörld, 日本語のテキスト 🙂 and <b>markup</b> [CLS] [SEP] [PAD]",
+    "src/config.py\nload_config\ndef load_config(path):\n    with open(path) as fh:\n"
+    "        return json.load(fh)",
+    "lib/document.js\nDocument.prototype.$set\n" + "this.$__setValue(path, val);\n" * 200,
+]
+VARIANT = quantize.VARIANTS["fp32-copy"]  # the copy's build path, quick to make
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> quantize.Quantized:
+    built = quantize.resolve(VARIANT.model_name, MODEL_CACHE, tmp_path_factory.mktemp("m"))
+    assert built is not None
+    return built
+
+
+@requires_model
+@pytest.mark.model
+def test_vectors_are_fastembeds_bit_for_bit_alone_and_in_padded_batches(
+    copy: quantize.Quantized,
+) -> None:
+    fastembed = quantize.load(VARIANT.model_name, threads=1, source_cache=MODEL_CACHE,
+                              cache=copy.cache_dir)  # fmt: skip
+    ours = PooledModel(copy.snapshot, threads=1)
+    for text in TEXTS:  # one at a time, as queries and the int8 copy embed
+        theirs = next(iter(fastembed.query_embed(text)))
+        mine = next(iter(ours.query_embed(text)))
+        assert mine.dtype == theirs.dtype == np.float32
+        assert np.array_equal(mine, theirs), text[:40]
+    batched = np.asarray(list(ours.passage_embed(TEXTS, batch_size=4)))  # padded batches
+    assert np.array_equal(batched, np.asarray(list(fastembed.passage_embed(TEXTS, batch_size=4))))
+    assert batched.shape == (len(TEXTS), quantize.DIM)
+    assert np.allclose(np.linalg.norm(batched[1:], axis=1), 1.0, atol=1e-5)
+
+
+@requires_model
+@pytest.mark.model
+def test_the_tokenizer_truncates_at_the_configs_limit(copy: quantize.Quantized) -> None:
+    limit = json.loads((copy.snapshot / "tokenizer_config.json").read_text())["model_max_length"]
+    encoded = load_tokenizer(copy.snapshot).encode("word " * (2 * limit))
+    assert len(encoded.ids) == limit
+    assert encoded.tokens[0] == "[CLS]" and encoded.tokens[-1] == "[SEP]"
+
+
+@requires_model
+@pytest.mark.model
+def test_embedding_a_query_with_a_copy_never_imports_fastembed(copy: quantize.Quantized) -> None:
+    """What keeps fastembed's 20 MB of libraries out of a server that embeds queries."""
+    script = (
+        "import sys\n"
+        "from memserver.config import EmbeddingSettings\n"
+        "from memserver.embed import make_embedder\n"
+        f"e = make_embedder(EmbeddingSettings(model={VARIANT.model_name!r}))\n"
+        "assert e is not None and e.cached()\n"
+        "v = e.embed_query('where is the retry policy')\n"
+        "print(len(v), 'fastembed' in sys.modules)\n"
+    )
+    env = {**os.environ, quantize.ENV_CACHE: str(copy.cache_dir)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120, check=True)  # fmt: skip
+    assert out.stdout.split() == [str(quantize.DIM), "False"], out.stderr
+
+
+def test_a_folder_without_a_tokenizer_config_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"tokenizer_config\.json"):
+        load_tokenizer(tmp_path)
