@@ -123,6 +123,7 @@ def build_server(
         backend.warm_up()
         yield AppContext(backend, limiter)
 
+    _plain_sdk_logging()
     server: MCPServer[AppContext] = MCPServer(
         "memserver",
         title="memserver: codebase memory",
@@ -134,6 +135,20 @@ def build_server(
     _add_tools(server)
     _add_resources(server, backend, limiter)
     return server
+
+
+def _plain_sdk_logging() -> None:
+    """MCPServer sets up logging with `logging.basicConfig` and a rich handler, importing
+    rich (2 MB resident) even when the root logger has a handler already and basicConfig
+    does nothing (`transports.configure_logging` gives it one first). The same set-up with
+    the standard library's handler, where the SDK has that hook."""
+    from mcp.server.mcpserver import server as sdk
+
+    def configure(level: str = "INFO") -> None:
+        logging.basicConfig(level=level, format="%(message)s", handlers=[logging.StreamHandler()])
+
+    if callable(getattr(sdk, "configure_logging", None)):
+        sdk.configure_logging = configure  # type: ignore[attr-defined]
 
 
 def _parallel_calls(root: str | Path | None, env: Mapping[str, str] | None) -> int:

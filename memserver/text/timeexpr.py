@@ -110,7 +110,6 @@ def dates_named(text: str) -> list[tuple[datetime, datetime]]:
     (a question's "last week" has no base to resolve against)."""
     from datetime import UTC, timedelta
 
-    dateparser = _parser()
     spans: list[tuple[datetime, datetime]] = []
     taken: list[tuple[int, int]] = []
     for pattern, month in ((_DAY_DATE, False), (_MONTH_DATE, True)):
@@ -119,8 +118,8 @@ def dates_named(text: str) -> list[tuple[datetime, datetime]]:
                 continue
             phrase = re.sub(r"(\d)(?:st|nd|rd|th)\b|\bof\s+", r"\1", m.group(), flags=re.I)
             settings = {"PREFER_DAY_OF_MONTH": "first", "RETURN_AS_TIMEZONE_AWARE": False}
-            try:
-                when = dateparser.parse(phrase, languages=["en"], settings=settings)
+            try:  # dateparser is loaded only for a text that names a date (12 MB resident)
+                when = _parser().parse(phrase, languages=["en"], settings=settings)
             except Exception:
                 when = None
             if when is None:

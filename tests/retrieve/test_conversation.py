@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -89,6 +91,19 @@ def test_dates_named_reads_days_and_months_not_bare_words() -> None:
     month = dates_named("What did he host in May 2023?")
     assert month == [(datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC))]
     assert dates_named("May I ask what she did in march?") == []
+
+
+def test_a_query_naming_no_date_never_loads_dateparser() -> None:
+    """Most queries name no date: dateparser (12 MB resident) stays out of the server."""
+    script = (
+        "import sys\n"
+        "from memserver.text.timeexpr import dates_named\n"
+        "print(dates_named('send a request again with backoff'), 'dateparser' in sys.modules)\n"
+        "print(len(dates_named('on 3 June, 2023')), 'dateparser' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True)  # fmt: skip
+    assert out.stdout.split("\n")[:2] == ["[] False", "1 True"]
 
 
 CHAT = [  # (turn id, speaker, text, day)

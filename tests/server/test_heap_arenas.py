@@ -17,9 +17,9 @@ pytestmark = pytest.mark.skipif(
 # then glibc's own report of its heaps (malloc_info: one <heap> per arena) is counted.
 PROBE = """
 import ctypes, ctypes.util, os, sys, tempfile, threading
-from memserver.server.cli_command import _few_heap_arenas
+from memserver.server.cli_command import _server_heap
 if sys.argv[1] == "capped":
-    _few_heap_arenas()
+    _server_heap()
 barrier, held = threading.Barrier(6), []
 def work():
     barrier.wait()
