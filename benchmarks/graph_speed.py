@@ -38,7 +38,7 @@ from indexers.chunking import CODE_LANGUAGES, FileChunker, tag_file
 from indexers.treesitter.tags import extract_tags, parse
 from indexers.walk import walk
 from memserver.core.types import ChunkOptions
-from memserver.tokens import TiktokenCounter
+from memserver.tokens import Cl100kCounter
 
 
 def files_of(tree: Path) -> list[tuple[str, str, str]]:
@@ -75,12 +75,12 @@ def measure(tree: Path, repeat: int, index: bool) -> dict:
     options = ChunkOptions()
 
     def chunk_all() -> None:
-        chunker = FileChunker(options, TiktokenCounter())
+        chunker = FileChunker(options, Cl100kCounter())
         for path, text, language in files:
             chunker.chunk(path, text, language)
 
     def chunk_and_tag_all() -> None:
-        chunker = FileChunker(options, TiktokenCounter())
+        chunker = FileChunker(options, Cl100kCounter())
         for path, text, language in files:
             chunker.chunk(path, text, language)
             tag_file(path, text, language, options)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from memserver.store.browse import Browser
     from memserver.store.doctor import Check, DoctorReport
     from memserver.store.index import IndexStore
-    from memserver.tokens import TiktokenCounter
+    from memserver.tokens import Cl100kCounter
 
 
 FORGOTTEN = "forgotten (memserver forget)"
@@ -107,7 +107,7 @@ class Engine:
         return self.settings.index.lock_timeout_seconds
 
     @cached_property
-    def tokens(self) -> TiktokenCounter:
+    def tokens(self) -> Cl100kCounter:
         from memserver.tokens import default_counter
 
         return default_counter()
@@ -203,7 +203,7 @@ class Engine:
     def writable_store(self, rebuild: bool = False) -> IndexStore:
         from memserver.ingest.git import exclude_from_git
         from memserver.store.index import IndexStore
-        from memserver.tokens import TiktokenCounter
+        from memserver.tokens import Cl100kCounter
 
         name, dim = self.embedder_identity()
         if rebuild and self.index_dir.exists():
@@ -211,7 +211,7 @@ class Engine:
             shutil.rmtree(self.index_dir / "bm25", ignore_errors=True)
             (self.index_dir / "meta.json").unlink(missing_ok=True)
         store = IndexStore.create_or_open(
-            self.index_dir, name, dim, self.project, str(self.root), TiktokenCounter.name
+            self.index_dir, name, dim, self.project, str(self.root), Cl100kCounter.name
         )
         exclude_from_git(self.root, self.index_dir)
         store.ann_min_rows = self.settings.recall.ann_min_rows
