@@ -83,7 +83,10 @@ class MemorySnapshot:
     turns: dict[tuple[str, int], int] = field(default_factory=dict)  # (turn_key, n) → row
     memory_ids: list[str] = field(default_factory=list)
     memory_source: list[list[int]] = field(default_factory=list)  # memory → chunk rows
+    # the vectors of the memories that have one, and their memory rows: memories searched
+    # by keyword alone (`[index] memory_vectors`, the default) have none, and most do not
     memory_vectors: np.ndarray | None = None
+    memory_vector_rows: np.ndarray | None = None
     memory_row: dict[str, int] = field(default_factory=dict)
     memory_scope: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
     stale_rows: set[int] = field(default_factory=set)  # note chunks with a stale memory
@@ -159,10 +162,12 @@ class MemorySnapshot:
 
     def dense_memories(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
                        ) -> list[tuple[int, float]]:  # fmt: skip
-        if self.memory_vectors is None or not self.memory_ids:
+        rows = self.memory_vector_rows
+        if self.memory_vectors is None or rows is None or not len(rows):
             return []
-        ok = np.ones(len(self.memory_ids), dtype=bool) if allowed is None else allowed
-        return top_rows(self.memory_vectors @ qv, ok, k, self.memory_id_at)
+        ok = np.ones(len(rows), dtype=bool) if allowed is None else allowed[rows]
+        hits = top_rows(self.memory_vectors @ qv, ok, k, lambda i: self.memory_ids[rows[i]])
+        return [(int(rows[i]), score) for i, score in hits]
 
     def memory_id_at(self, mrow: int) -> str:
         return self.memory_ids[mrow]
@@ -291,9 +296,14 @@ def _chunks_of(snap: MemorySnapshot) -> _Chunks:
     return _Chunks(snap.chunks, snap.embedded, snap.vectors, snap.addresses)
 
 
-def _memories_of(snap: MemorySnapshot) -> _Memories:
+def _memories_of(snap: MemorySnapshot, dim: int) -> _Memories:
+    vectors = None  # a row per memory again, zero where it has no vector
+    if dim:
+        vectors = np.zeros((len(snap.memory_ids), dim), dtype=np.float32)
+        if snap.memory_vectors is not None and snap.memory_vector_rows is not None:
+            vectors[snap.memory_vector_rows] = snap.memory_vectors
     return _Memories(snap.memory_ids, snap.memory_source_ids, snap.memory_status,
-                     snap.memory_scope, snap.memory_vectors, snap.memory_addresses)  # fmt: skip
+                     snap.memory_scope, vectors, snap.memory_addresses)  # fmt: skip
 
 
 def _chunk_delta(old: _Chunks, now: dict[str, int], fresh: _Chunks, dim: int) -> _Chunks:
@@ -397,16 +407,18 @@ def _set_memories(snap: MemorySnapshot, mem: _Memories) -> None:
     snap.memory_status = [mem.status[i] for i in order]
     snap.memory_scope = [mem.scope[i] for i in order]
     snap.memory_addresses = [mem.addresses[i] for i in order]
-    snap.memory_vectors = None
+    snap.memory_vectors = snap.memory_vector_rows = None
     if mem.vectors is not None and order:
-        snap.memory_vectors = mem.vectors[np.asarray(order, dtype=np.int64)]
+        ordered = np.asarray(order, dtype=np.int64)
+        rows = np.flatnonzero(np.any(mem.vectors != 0, axis=1)[ordered])
+        snap.memory_vectors, snap.memory_vector_rows = mem.vectors[ordered[rows]], rows
 
 
 def _copy_memories(snap: MemorySnapshot, old: MemorySnapshot) -> None:
     snap.memory_ids, snap.memory_row = old.memory_ids, old.memory_row
     snap.memory_source_ids, snap.memory_status = old.memory_source_ids, old.memory_status
     snap.memory_scope, snap.memory_addresses = old.memory_scope, old.memory_addresses
-    snap.memory_vectors = old.memory_vectors
+    snap.memory_vectors, snap.memory_vector_rows = old.memory_vectors, old.memory_vector_rows
 
 
 def _link_memories(snap: MemorySnapshot) -> None:
@@ -484,4 +496,4 @@ def _fresh_memories(store: IndexStore, snap: MemorySnapshot) -> _Memories | None
     if not _worth_it(len(stale), len(now)):
         return None
     dim = store.meta.dim
-    return _memory_delta(_memories_of(snap), now, _read_memories(store, stale), dim)
+    return _memory_delta(_memories_of(snap, dim), now, _read_memories(store, stale), dim)

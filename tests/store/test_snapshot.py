@@ -13,7 +13,7 @@ from memserver.ingest.live import LiveIndex
 from memserver.memory.consolidate import Consolidator
 from memserver.store.leanview import LeanSnapshot
 from memserver.store.readview import MemorySnapshot as Snapshot
-from memserver.store.readview import load_snapshot
+from memserver.store.readview import _memories_of, load_snapshot, top_rows
 
 QUERIES = ["retry with backoff", "load_settings timeout", "registerRoutes", "deploy script"]
 
@@ -36,6 +36,7 @@ def _same(got: Snapshot, want: Snapshot) -> None:
     assert (got.memory_vectors is None) == (want.memory_vectors is None)
     if want.memory_vectors is not None:
         assert np.array_equal(got.memory_vectors, want.memory_vectors)
+        assert np.array_equal(got.memory_vector_rows, want.memory_vector_rows)
 
 
 def _check(engine, recaller) -> Snapshot:
@@ -134,3 +135,31 @@ def test_dense_ties_are_ordered_by_id_not_by_row() -> None:
     reordered = settle_ties([(ids[r], float(scores[r])) for r in (3, 0, 5, 1, 2)], str)
     assert [h for h, _ in reordered] == ["z", "a", "b", "c", "d"]
     assert top_rows(scores, allowed & (scores < 0.3), 3, ids.__getitem__) == [(4, 0.2)]
+
+
+def test_only_the_memories_with_a_vector_hold_one_in_the_view(
+    sample_repo: Path, make_engine
+) -> None:
+    """Distilled memories are searched by keyword alone (`[index] memory_vectors`), notes
+    have vectors: the view keeps the notes' vectors only, and finds what a search over a
+    zero-padded row per memory finds."""
+    engine = make_engine(sample_repo)
+    engine.index()
+    engine.memory_service().remember(Note("The deploy script lives in ops/deploy.sh."))
+    store = engine.open_store()
+    snap = load_snapshot(store, with_memories=True)
+    padded = _memories_of(snap, store.meta.dim).vectors
+    assert padded is not None and snap.memory_vectors is not None
+    with_vector = np.flatnonzero(np.any(padded != 0, axis=1))
+    assert 0 < len(with_vector) < len(snap.memory_ids)
+    assert np.array_equal(snap.memory_vector_rows, with_vector)
+    assert len(snap.memory_vectors) == len(with_vector)
+    everyone = np.ones(len(snap.memory_ids), dtype=bool)
+    for query in ["where is the deploy script", "load_settings timeout"]:
+        qv = np.asarray(engine.query_embedder.embed_query(query), dtype=np.float32)
+        assert snap.dense_memories(qv, 5, None) == top_rows(
+            padded @ qv, everyone, 5, snap.memory_id_at
+        )
+        some = everyone.copy()
+        some[with_vector[:1]] = False
+        assert snap.dense_memories(qv, 5, some) == top_rows(padded @ qv, some, 5, snap.memory_id_at)
