@@ -3,6 +3,8 @@ loads tiktoken itself."""
 
 from __future__ import annotations
 
+import random
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +63,32 @@ EDGE = [
     "\x00\x01 controls",
     '{"json": "with \\"escapes\\" and \\n newlines", "n": [1, 2.5e-3]}',
 ]
+
+
+def test_long_single_pieces_count_as_tiktoken_counts_them(oracle, counter) -> None:
+    """A hash, a base64 line, CJK text or a run of spaces is one piece to the pattern: it
+    merges through the heap (a scan would take minutes on these)."""
+    rng = random.Random(7)
+    texts = [
+        "".join(rng.choice("0123456789abcdef") for _ in range(20_000)),
+        "".join(rng.choice(string.ascii_letters) for _ in range(20_000)),
+        "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(5_000)),
+        " " * 20_000 + "x",
+        "ab" * 10_000,
+    ]
+    for text in texts:
+        assert counter.count(text) == len(oracle.encode_ordinary(text)), text[:20]
+
+
+def test_the_heap_merges_as_the_scan_does(monkeypatch, counter) -> None:
+    ranks, rng = counter._ranks, random.Random(3)
+    alphabets = [string.ascii_lowercase, "ab", "abc ", string.ascii_letters + "_0", "日本語", "éü"]
+    for _ in range(500):
+        alphabet = rng.choice(alphabets)
+        piece = "".join(rng.choice(alphabet) for _ in range(rng.randint(2, 120))).encode()
+        monkeypatch.setattr(tokens, "_SCAN", 1 << 20)
+        scanned = ranks.merged(piece)
+        assert ranks._merged_long(piece) == scanned, piece
 
 
 def test_counts_equal_tiktokens_at_the_edges(oracle, counter) -> None:
