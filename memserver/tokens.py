@@ -83,8 +83,10 @@ class _Ranks:
                 slot = (slot + 1) & mask
             table[slot] = rank
         self.blob, self.offsets, self.table = b"".join(tokens), offsets, table
+        two = [r for r, t in enumerate(tokens) if len(t) == 2]
+        del tokens  # all at once, so their memory goes back whole: the pairs are made anew
         # the two-byte tokens (4,086) in a dict besides: every merge starts from byte pairs
-        self.pairs = {t: r for r, t in enumerate(tokens) if len(t) == 2}
+        self.pairs = {self.blob[offsets[r] : offsets[r + 1]]: r for r in two}
 
     def rank(self, piece: bytes) -> int:
         """The rank of `piece` as one token; `_NONE` when it is none."""
