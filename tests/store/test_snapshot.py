@@ -155,11 +155,17 @@ def test_only_the_memories_with_a_vector_hold_one_in_the_view(
     assert np.array_equal(snap.memory_vector_rows, with_vector)
     assert len(snap.memory_vectors) == len(with_vector)
     everyone = np.ones(len(snap.memory_ids), dtype=bool)
+
+    def same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+        # the same rows; scores from a product over fewer rows may differ in the last bit
+        assert [r for r, _ in got] == [r for r, _ in want]
+        assert np.allclose([v for _, v in got], [v for _, v in want], rtol=1e-5, atol=1e-6)
+
     for query in ["where is the deploy script", "load_settings timeout"]:
         qv = np.asarray(engine.query_embedder.embed_query(query), dtype=np.float32)
-        assert snap.dense_memories(qv, 5, None) == top_rows(
-            padded @ qv, everyone, 5, snap.memory_id_at
+        same(
+            snap.dense_memories(qv, 5, None), top_rows(padded @ qv, everyone, 5, snap.memory_id_at)
         )
         some = everyone.copy()
         some[with_vector[:1]] = False
-        assert snap.dense_memories(qv, 5, some) == top_rows(padded @ qv, some, 5, snap.memory_id_at)
+        same(snap.dense_memories(qv, 5, some), top_rows(padded @ qv, some, 5, snap.memory_id_at))
