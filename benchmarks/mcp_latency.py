@@ -1,6 +1,7 @@
 """MCP server latency: start-up to `tools/list` over stdio, and recall round trips.
 
 Usage: python benchmarks/mcp_latency.py [--root REPO] [--runs 5] [--calls 100] [--drop-caches]
+                                        [--queries FILE.jsonl [--package NAME]] [--cold-rss]
 
 Without --root, the tests' small sample repository is written to a temporary folder
 and indexed with the hashing embedder (no model needed). Measured, each in fresh
@@ -16,6 +17,18 @@ and indexed with the hashing embedder (no model needed). Measured, each in fresh
 - recall round trips over stdio and streamable HTTP through the SDK clients: --calls
   calls after one warm-up call; p50 / p95 / max in milliseconds; over stdio also the
   server's resident memory after them (VmRSS, and its peak VmHWM, from /proc).
+  By default the calls cycle through five fixed queries; with --queries they are the
+  distinct `query` fields of a JSONL file (e.g. the code bench's dev.jsonl, --package
+  keeping one package's lines), in file order, cycled only when there are fewer than
+  --calls: a long-lived server meets new words, and the pages of the model's word table
+  and of the index it touches for them count in its resident memory.
+  --cold-rss (root only) drops the OS page cache before the server of the stdio round
+  trips starts. Its resident memory counts the file pages it maps (libraries, the model's
+  weights), and how many a touch maps depends on what is cached: a kernel with large
+  page-cache folios (ext4 from Linux 6.16) maps a whole folio around each page touched,
+  and a file just written (a fresh install, a model copy just made) sits in large folios.
+  The same server measured 297 MB after a drop and 407 MB right after an install
+  (Linux 6.18); the drop gives what a server started after a reboot holds.
 
 --index-dir points the servers at an index kept outside the repository.
 
@@ -54,6 +67,15 @@ QUERIES = [
     "load the JSON settings file",
     "RetryPolicy.delays",
 ]
+
+
+def read_queries(path: Path, package: str | None) -> list[str]:
+    """The distinct queries of a JSONL file (one package's, if named), in file order."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    queries = [r["query"] for r in rows if package is None or r.get("package") == package]
+    if not queries:
+        raise SystemExit(f"no queries in {path}" + (f" for package {package}" if package else ""))
+    return list(dict.fromkeys(queries))
 
 
 def sample_repo(work: Path) -> Path:
@@ -177,9 +199,11 @@ async def round_trips(client: Any, calls: int) -> dict[str, float]:
     return percentiles(ms)
 
 
-async def stdio_round_trips(root: Path, calls: int) -> dict[str, float]:
+async def stdio_round_trips(root: Path, calls: int, cold: bool) -> dict[str, float]:
     from mcp import Client, StdioServerParameters
 
+    if cold:
+        drop_page_cache()
     params = StdioServerParameters(command=sys.executable, args=serve_args(root),
                                    env=server_env())  # fmt: skip
     async with Client(params) as client:
@@ -225,17 +249,31 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--drop-caches", action="store_true", help="Also time page-cache-cold starts.")
     ap.add_argument("--index-dir", type=Path, help="The index, when not in the repository.")
+    ap.add_argument("--queries", type=Path, help="JSONL with a `query` per line to recall.")
+    ap.add_argument("--package", help="With --queries: only the lines of this `package`.")
+    ap.add_argument(
+        "--cold-rss",
+        action="store_true",
+        help="Drop the page cache before the stdio round trips (see above).",
+    )
     args = ap.parse_args()
+    if args.queries:
+        QUERIES[:] = read_queries(args.queries, args.package)
     if args.index_dir:
         ARGS.extend(["--index-dir", str(args.index_dir.resolve())])
     with tempfile.TemporaryDirectory(prefix="mcp-latency-") as tmp:
         root = args.root.resolve() if args.root else sample_repo(Path(tmp))
         modes = ["warm", "cold_no_bytecode"] + (["cold_page_cache"] if args.drop_caches else [])
-        report: dict[str, Any] = {"root": str(root), "cpus": os.cpu_count(), "runs": args.runs}
+        report: dict[str, Any] = {
+            "root": str(root),
+            "cpus": os.cpu_count(),
+            "runs": args.runs,
+            "distinct_queries": len(QUERIES),
+        }
         for mode in modes:
             report[f"startup_{mode}_s"] = startup(root, args.runs, mode)
         if args.calls:
-            report["recall_stdio"] = anyio.run(stdio_round_trips, root, args.calls)
+            report["recall_stdio"] = anyio.run(stdio_round_trips, root, args.calls, args.cold_rss)
             report["recall_http"] = anyio.run(http_round_trips, root, args.calls)
     print(json.dumps(report, indent=1))
 

@@ -41,10 +41,13 @@ PATTERN = (
 )
 # Chunkers count every line and chunk of a file, and the watcher cuts the same files again
 # and again: counts are kept (at most _MEMO_SIZE), by the text itself up to _MEMO_CHARS
-# characters, by a digest of it beyond; pieces' counts likewise (at most _PIECES).
+# characters, by a 16-byte digest of it beyond (a long key would cost more than a digest);
+# pieces' counts likewise (at most _PIECES), for pieces of up to _PIECE_BYTES (a longer one,
+# a hash or a base64 line, seldom comes again). Both full: about 20 MB at most.
 _MEMO_SIZE = 100_000
-_MEMO_CHARS = 200
+_MEMO_CHARS = 48
 _PIECES = 50_000
+_PIECE_BYTES = 64
 _NONE = 1 << 31  # the rank of a byte pair that is no token
 _SCAN = 64  # a piece of up to this many bytes merges by a scan, a longer one by a heap
 
@@ -126,30 +129,36 @@ class _Ranks:
         the pattern) in O(n log n), not a scan's O(n^2): the pairs wait in a heap by (rank,
         start), so the lowest rank and the leftmost of equals comes first, as the scan
         finds it; a pair whose parts merged since it was pushed is skipped when it comes
-        up."""
+        up. A heap entry is one int, (rank, start, stop) packed, and the parts are arrays:
+        about 65 bytes per byte of the piece while it merges (tuples and lists took 220)."""
         rank, n = self.rank, len(piece)
-        end = list(range(1, n + 1))  # the part starting at i ends at end[i]
-        before = list(range(-1, n - 1))  # the part before the one starting at i
-        alive = [True] * n
+        shift = max(n + 1, 2).bit_length()
+        mask = (1 << shift) - 1
+        end = array("q", range(1, n + 1))  # the part starting at i ends at end[i]
+        before = array("q", range(-1, n - 1))  # the part before the one starting at i
+        alive = bytearray(b"\x01") * n
         pair = self.pairs.get
         heap = [
-            (r, i, i + 2) for i in range(n - 1) if (r := pair(piece[i : i + 2], _NONE)) != _NONE
+            (((r << shift) | i) << shift) | (i + 2)
+            for i in range(n - 1)
+            if (r := pair(piece[i : i + 2], _NONE)) != _NONE
         ]
         heapq.heapify(heap)
         parts = n
         while heap:
-            _, i, stop = heapq.heappop(heap)
+            entry = heapq.heappop(heap)
+            stop, i = entry & mask, (entry >> shift) & mask
             if not alive[i] or end[i] >= n or end[end[i]] != stop:
                 continue  # no longer these two parts
-            alive[end[i]] = False
+            alive[end[i]] = 0
             end[i] = stop
             if stop < n:
                 before[stop] = i
             parts -= 1
             if before[i] >= 0 and (r := rank(piece[before[i] : stop])) != _NONE:
-                heapq.heappush(heap, (r, before[i], stop))
+                heapq.heappush(heap, (((r << shift) | before[i]) << shift) | stop)
             if stop < n and (r := rank(piece[i : end[stop]])) != _NONE:
-                heapq.heappush(heap, (r, i, end[stop]))
+                heapq.heappush(heap, (((r << shift) | i) << shift) | end[stop])
         return parts
 
 
@@ -202,9 +211,10 @@ class Cl100kCounter:
                 except UnicodeEncodeError:  # a lone surrogate: as tiktoken, read as U+FFFD
                     return self._count(_without_surrogates(text))
                 found = 1 if ranks.rank(raw) != _NONE else ranks.merged(raw)
-                if len(pieces) >= _PIECES:
-                    pieces.clear()
-                pieces[piece] = found
+                if len(raw) <= _PIECE_BYTES:
+                    if len(pieces) >= _PIECES:
+                        pieces.clear()
+                    pieces[piece] = found
             total += found
         return total
 

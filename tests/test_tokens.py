@@ -109,6 +109,31 @@ def test_counts_equal_tiktokens_on_any_text(oracle, counter, text: str) -> None:
     assert counter.count(text) == len(oracle.encode_ordinary(text))
 
 
+# Letters new in Unicode 17 (the last one of the block of each), which `regex` releases
+# from 2025.10 on match as \p{L} and tiktoken's Rust regex (Unicode 16) does not: counted
+# as tiktoken counts them while the installed `regex` keeps to Unicode 16 (pyproject pins it).
+UNICODE_17_LETTERS = "\u088f\u0c5c\u0cdc\ua7ce\ua7f1\U00010940\U00033479"
+
+
+def test_letters_new_in_unicode_17_count_as_tiktoken_counts_them(oracle, counter) -> None:
+    for letter in UNICODE_17_LETTERS:
+        for text in (f"{letter}'s", f"x{letter}y", f" {letter}{letter}1", f"({letter})"):
+            assert counter.count(text) == len(oracle.encode_ordinary(text)), ascii(text)
+
+
+def test_long_texts_and_pieces_are_kept_small(oracle) -> None:
+    """A long-lived server counts many texts: what it keeps of them stays small (a digest
+    for a text beyond `_MEMO_CHARS`, nothing for a piece beyond `_PIECE_BYTES`)."""
+    counter = Cl100kCounter()
+    hexrun = "ab12" * 100  # one piece of 400 bytes
+    text = "x = 1  # " + "w" * 100
+    for t in (hexrun, text):
+        assert counter.count(t) == len(oracle.encode_ordinary(t))
+    assert all(not isinstance(k, str) or len(k) <= tokens._MEMO_CHARS for k in counter._memo)
+    assert all(len(p.encode()) <= tokens._PIECE_BYTES for p in counter._pieces)
+    assert counter.count(hexrun) == len(oracle.encode_ordinary(hexrun))  # counted again
+
+
 def test_kept_counts_equal_fresh_counts_and_stay_bounded(monkeypatch, oracle) -> None:
     monkeypatch.setattr(tokens, "_MEMO_SIZE", 8)
     monkeypatch.setattr(tokens, "_PIECES", 16)
