@@ -45,9 +45,10 @@ _CHUNK = 8  # files per message to and from the worker
 # queries (compiled once per language and process, where this process has them already).
 # The graph's share of the keyword phase with a worker against in-process (2 cores,
 # benchmarks/graph_overhead.py): 0.13 M characters +69 % against +42 %, 0.20 M +37 %
-# against +28 %, 0.42 M (cobra) +13-31 % against +25-39 % over three runs, 0.86 M (click)
-# +12-27 % against +39-58 %.
-MIN_CHARS = 500_000
+# against +28 %, 0.42 M (cobra) +13-31 % against +25-39 % over three runs and +33-48 %
+# against +47-55 % in three later ones (medians of 5-7), 0.86 M (click) +12-27 % against
+# +39-58 %: the two cross between 0.20 M and 0.42 M.
+MIN_CHARS = 300_000
 
 Job = tuple[str, str, str]  # (path, text, language)
 
