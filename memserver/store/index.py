@@ -136,10 +136,6 @@ class IndexStore:
         # whole files, in an index of their own: their statistics must not move the chunks'
         self.file_keyword = Bm25Index(index_dir / FILE_KEYWORD_DIR, optional=True)
         self._writing = 0
-        # whether the code graph holds no rows, learnt once per write (a writer holds the
-        # index's lock throughout it, so nothing else adds any meanwhile): a first index
-        # run then asks for no stored versions of each batch's files (Django: 23 scans)
-        self._graph_empty: bool | None = None
 
     @classmethod
     def open(cls, index_dir: Path, embedder: str, dim: int) -> IndexStore:
@@ -220,7 +216,6 @@ class IndexStore:
         the marker stays, so the next run reconciles whatever was half done."""
         if self._writing == 0:
             self.mark_dirty()
-            self._graph_empty = None
         self._writing += 1
         try:
             yield
@@ -276,13 +271,9 @@ class IndexStore:
         paths = [g.path for g in graphs] + list(c.removed_paths)
         if not paths:
             return []
-        if self._graph_empty is None:
-            self._graph_empty = self.graph.count_rows() == (0, 0)
-        stored = {} if self._graph_empty else self.graph.file_rows(paths)
+        stored = self.graph.file_rows(paths)
         wanted = {g.version for g in graphs}
-        new = [g for g in graphs if g.version not in stored]
-        self.graph.insert(new)
-        self._graph_empty = self._graph_empty and not new
+        self.graph.insert([g for g in graphs if g.version not in stored])
         back = sorted(v for v in wanted if v in stored and not stored[v].current)
         self.graph.set_current(back, current=True)
         return sorted(v for v, row in stored.items() if row.current and v not in wanted)
