@@ -237,8 +237,8 @@ class IndexStore:
         the code graph's new versions of the batch's files (their tags may come from a
         worker still making them), then closings (the graph versions they replace too),
         then the manifest. Reconciling reads the graph against the manifest alone, so the
-        graph's rows need only precede the manifest; written beside the chunks' rows they
-        cost the batch no time of their own where LanceDB waits (Django: 1.3 s of 26)."""
+        graph's rows need only precede the manifest; written beside the chunks' rows, their
+        LanceDB writes (1.3 s of Django's 26 s) overlap those: the run is 0.6 s shorter."""
         with self.writing():
             with ThreadPoolExecutor(1, thread_name_prefix="memserver-graph-write") as pool:
                 # joined on the way out, also when a write here fails (that error wins)
