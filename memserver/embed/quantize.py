@@ -50,6 +50,7 @@ from typing import Any, Literal
 
 from memserver.config import FP32_MODEL
 from memserver.core.errors import ModelUnavailable
+from memserver.embed.wordtable import WORD_TABLE_FILE
 
 BASE_MODEL = FP32_MODEL  # the fp32 model every copy is made from
 BASE_REPOS = ("models--Qdrant--all-MiniLM-L6-v2-onnx", "models--qdrant--all-MiniLM-L6-v2-onnx")
@@ -415,6 +416,51 @@ def _weights_apart(model_file: Path) -> None:
     )  # fmt: skip
 
 
+def word_table_place(model_file: Path) -> dict[str, Any] | None:
+    """Where the fp32 word-embedding table sits in the weights file (`embed.wordtable`
+    reads it from there row by row), or None when the graph does not hold one that a
+    Gather of `input_ids` alone reads."""
+    import onnx
+
+    graph = onnx.load(str(model_file), load_external_data=False).graph
+    inputs = {i.name for i in graph.input}
+    for table in graph.initializer:
+        if not table.name.endswith(WORD_TABLE) or table.data_type != onnx.TensorProto.FLOAT:
+            continue
+        users = [n for n in graph.node if table.name in n.input]
+        place = {e.key: e.value for e in table.external_data}
+        if (
+            len(table.dims) != 2
+            or table.data_location != onnx.TensorProto.EXTERNAL
+            or place.get("location") != WEIGHTS
+            or len(users) != 1
+            or users[0].op_type != "Gather"
+            or list(users[0].input) != [table.name, "input_ids"]
+            or "input_ids" not in inputs
+        ):
+            return None
+        return {
+            "name": table.name, "location": WEIGHTS, "offset": int(place.get("offset", 0)),
+            "length": int(place["length"]), "rows": int(table.dims[0]), "dim": int(table.dims[1]),
+        }  # fmt: skip
+    return None
+
+
+def _write_word_table(snap: Path) -> None:
+    """`WORD_TABLE_FILE` beside the model, when its graph has a table to read lazily; the
+    file appears whole (written aside, then renamed). Without it, or if writing fails, the
+    copy still loads: its sessions map the table from the weights file."""
+    try:
+        place = word_table_place(snap / "model.onnx")
+        if place is None:
+            return
+        aside = snap / f".{WORD_TABLE_FILE}.{os.getpid()}"
+        aside.write_text(json.dumps(place, indent=1) + "\n", encoding="utf-8")
+        os.replace(aside, snap / WORD_TABLE_FILE)
+    except Exception:  # no onnx, a read-only cache: only the lazy table is lost
+        return
+
+
 def _digest(*paths: Path, algo: str) -> str:
     h = hashlib.new(algo)
     for path in paths:
@@ -471,6 +517,7 @@ def build(
             shutil.copyfile(src / name, snap / name)
         recipe = _recipe(variant, src, snap / "model.onnx", len(calibration))
         (snap / "quantization.json").write_text(json.dumps(recipe, indent=1) + "\n")
+        _write_word_table(snap)
         (repo / "refs").mkdir()
         (repo / "refs" / "main").write_text(revision)  # no newline, like huggingface_hub
         try:
@@ -576,6 +623,8 @@ def resolve(
                 "(benchmarks/quantize_variants.py does), or pick a dynamic variant",
             )
         built = build(variant, sources, cache)
+    elif not (built.snapshot / WORD_TABLE_FILE).exists():
+        _write_word_table(built.snapshot)  # a copy built before the file was
     return built
 
 

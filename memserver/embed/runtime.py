@@ -12,6 +12,8 @@ holds the two side by side):
   special_tokens_map.json added, padded to the longest text of a batch;
 - a CPU session at `ORT_ENABLE_ALL`; `threads` sets the intra- and inter-op pools;
 - `input_ids`, `attention_mask` and zero `token_type_ids` (each when the graph asks);
+  the word-embedding table's rows read as texts need them (`embed.wordtable`), where the
+  folder says where the table is;
 - the first output, averaged over the real tokens in float64, L2-normalised, float32.
 
 Everything else fastembed does (downloads, other models, the fp32 model) stays in
@@ -27,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memserver.embed.wordtable import WordTable
 
 MODEL_FILE = "model.onnx"
 
@@ -104,6 +108,9 @@ class PooledModel:
         if threads is not None:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = threads
+        self.words = WordTable.of(self.folder)  # its rows read as texts need them
+        if self.words is not None:
+            options.add_initializer(self.words.name, self.words.value)
         self.session = ort.InferenceSession(
             str(self.folder / MODEL_FILE), sess_options=options,
             providers=["CPUExecutionProvider"],
@@ -115,6 +122,8 @@ class PooledModel:
         encoded = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        if self.words is not None:
+            self.words.need(ids)
         feed: dict[str, np.ndarray] = {"input_ids": ids}
         if "attention_mask" in self._inputs:
             feed["attention_mask"] = mask

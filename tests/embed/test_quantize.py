@@ -60,8 +60,16 @@ def test_an_int8_copy_is_built_in_the_hub_layout_and_loads_through_fastembed(
         "model.onnx",
         quantize.WEIGHTS,
         "quantization.json",
+        quantize.WORD_TABLE_FILE,
         *quantize.COPIED,
     }
+    table = json.loads((snap / quantize.WORD_TABLE_FILE).read_text())  # where it sits
+    assert (table["rows"], table["dim"], table["location"]) == (
+        30522,
+        quantize.DIM,
+        quantize.WEIGHTS,
+    )
+    assert table["offset"] + table["length"] <= (snap / quantize.WEIGHTS).stat().st_size
     assert [p.name for p in cache.iterdir()] == [variant.repo_folder]  # no staging left
     recipe = json.loads((snap / "quantization.json").read_text())
     assert recipe["variant"]["name"] == KEPT and recipe["bytes"] < 0.8 * 90_359_559

@@ -14,6 +14,7 @@ import pytest
 
 from memserver.embed import quantize
 from memserver.embed.runtime import PooledModel, load_tokenizer
+from memserver.embed.wordtable import WordTable
 from tests.conftest import MODEL_CACHE, requires_model
 
 TEXTS = [
@@ -66,7 +67,8 @@ def test_the_tokenizer_truncates_at_the_configs_limit(copy: quantize.Quantized) 
 @requires_model
 @pytest.mark.model
 def test_embedding_a_query_with_a_copy_never_imports_fastembed(copy: quantize.Quantized) -> None:
-    """What keeps fastembed's 20 MB of libraries out of a server that embeds queries."""
+    """What keeps fastembed's 20 MB of libraries out of a server that embeds queries (and
+    onnx's 17 MB, which only a build of the copy needs)."""
     script = (
         "import sys\n"
         "from memserver.config import EmbeddingSettings\n"
@@ -74,12 +76,67 @@ def test_embedding_a_query_with_a_copy_never_imports_fastembed(copy: quantize.Qu
         f"e = make_embedder(EmbeddingSettings(model={VARIANT.model_name!r}))\n"
         "assert e is not None and e.cached()\n"
         "v = e.embed_query('where is the retry policy')\n"
-        "print(len(v), 'fastembed' in sys.modules)\n"
+        "print(len(v), 'fastembed' in sys.modules, 'onnx' in sys.modules)\n"
     )
     env = {**os.environ, quantize.ENV_CACHE: str(copy.cache_dir)}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True, timeout=120, check=True)  # fmt: skip
-    assert out.stdout.split() == [str(quantize.DIM), "False"], out.stderr
+    assert out.stdout.split() == [str(quantize.DIM), "False", "False"], out.stderr
+
+
+@requires_model
+@pytest.mark.model
+def test_the_word_table_is_read_only_where_texts_need_it(
+    copy: quantize.Quantized, tmp_path: Path
+) -> None:
+    """Sessions read the word-embedding table's rows from the weights file as their texts
+    ask (one shared table per file), and embed exactly as a session that maps the whole
+    table from the file."""
+    plain_folder = tmp_path / "plain"  # the same copy without the table's place
+    plain_folder.mkdir()
+    for f in copy.snapshot.iterdir():
+        if f.name != quantize.WORD_TABLE_FILE:
+            (plain_folder / f.name).symlink_to(f)
+    plain = PooledModel(plain_folder, threads=1)
+    assert plain.words is None
+    lazy = PooledModel(copy.snapshot, threads=1)
+    assert lazy.words is not None and PooledModel(copy.snapshot, threads=1).words is lazy.words
+    words = lazy.words
+    before = set(np.flatnonzero(words.loaded).tolist())
+    text = "retry the http request when the server fails"
+    mine = next(iter(lazy.query_embed(text)))
+    assert np.array_equal(mine, next(iter(plain.query_embed(text))))
+    asked = set(load_tokenizer(copy.snapshot).encode(text).ids)
+    assert set(np.flatnonzero(words.loaded).tolist()) == before | asked
+    untouched = np.flatnonzero(~words.loaded)
+    assert not words.table[untouched].any()  # nothing read that no text asked for
+    weights = np.memmap(copy.snapshot / quantize.WEIGHTS, np.float32, mode="r")
+    table = weights[: words.rows * words.dim].reshape(words.rows, words.dim)
+    rows = sorted(asked)
+    assert np.array_equal(words.table[rows], table[rows])  # the file's own values
+    batched = np.asarray(list(lazy.passage_embed(TEXTS, batch_size=4)))
+    assert np.array_equal(batched, np.asarray(list(plain.passage_embed(TEXTS, batch_size=4))))
+
+
+@requires_model
+@pytest.mark.model
+def test_a_word_table_file_that_does_not_fit_the_weights_is_not_used(
+    copy: quantize.Quantized, tmp_path: Path
+) -> None:
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for f in copy.snapshot.iterdir():
+        if f.name != quantize.WORD_TABLE_FILE:
+            (folder / f.name).symlink_to(f)
+    place = json.loads((copy.snapshot / quantize.WORD_TABLE_FILE).read_text())
+    for wrong in ({"rows": place["rows"] * 4}, {"offset": 10**12}, {"location": "../x.data"}):
+        (folder / quantize.WORD_TABLE_FILE).write_text(json.dumps({**place, **wrong}))
+        assert WordTable.of(folder) is None
+    (folder / quantize.WORD_TABLE_FILE).write_text("{not json")
+    assert WordTable.of(folder) is None
+    (folder / quantize.WORD_TABLE_FILE).unlink()
+    quantize._write_word_table(folder)  # what `resolve` does for a copy built before it
+    assert json.loads((folder / quantize.WORD_TABLE_FILE).read_text()) == place
 
 
 def test_a_folder_without_a_tokenizer_config_is_a_clear_error(tmp_path: Path) -> None:

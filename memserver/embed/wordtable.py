@@ -1,0 +1,106 @@
+"""The model's word-embedding table read row by row, only where a text's tokens are.
+
+The int8 copy (`embed.quantize`) keeps its 30,522 x 384 word table in fp32 in the weights
+file, 47 MB, which ONNX Runtime maps. A query reads a few dozen of its rows, but every
+row touched maps the file around it (64 KB of fault-around, or a whole large page-cache
+folio on kernels that keep files in them), so a long-lived server's resident set grew by
+the vocabulary its queries met: 2.3 -> 16.5 MB of the weights file after 100 distinct
+questions on one package, the whole of the difference between 100 repeated questions and
+100 distinct ones.
+
+Here the table is an initializer this process supplies instead (`SessionOptions.
+add_initializer`: ONNX Runtime then reads that buffer and not the file): anonymous
+memory, reserved but untouched (no huge pages, so a row costs its own 4 KB pages), and
+each row is read from the weights file (`os.pread`) the first time a text asks for it.
+The Gather reads the same float32 values, so the vectors are bit-identical. All sessions
+of one weights file in a process share one table.
+
+Where the table is comes from `quantize.WORD_TABLE_FILE` beside the model (written when a
+copy is built; `quantize.resolve` adds it to a copy built before): without it, or when it
+does not match the weights file, sessions read the table from the file as before.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["WORD_TABLE_FILE", "WordTable"]
+
+WORD_TABLE_FILE = "word_table.json"  # {name, location, offset, length, rows, dim}
+_ROW_BYTES = 4  # float32
+
+_SHARED: dict[tuple[str, int], WordTable] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+class WordTable:
+    """One weights file's word table, filled lazily; `value` is the ONNX Runtime OrtValue
+    over it (kept alive here: sessions read it for as long as they live)."""
+
+    def __init__(self, weights: Path, name: str, offset: int, rows: int, dim: int) -> None:
+        import onnxruntime as ort
+
+        self.name, self.rows, self.dim = name, rows, dim
+        self._row_bytes = dim * _ROW_BYTES
+        self._offset = offset
+        self._fd = os.open(weights, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self._buffer = mmap.mmap(-1, rows * self._row_bytes)  # zero, nothing resident yet
+        if hasattr(mmap, "MADV_NOHUGEPAGE"):  # a 2 MB page per row touched would undo it
+            self._buffer.madvise(mmap.MADV_NOHUGEPAGE)
+        self.table = np.frombuffer(self._buffer, np.float32).reshape(rows, dim)
+        self.loaded = np.zeros(rows, dtype=bool)
+        self._lock = threading.Lock()
+        self.value: Any = ort.OrtValue.ortvalue_from_numpy(self.table)
+
+    @classmethod
+    def of(cls, folder: Path) -> WordTable | None:
+        """The shared table of the model in `folder`, or None when its place is not known
+        or does not fit the weights file (the session then reads the file itself)."""
+        try:
+            place = json.loads((folder / WORD_TABLE_FILE).read_text(encoding="utf-8"))
+            weights = folder / str(place["location"])
+            offset, length = int(place["offset"]), int(place["length"])
+            rows, dim, name = int(place["rows"]), int(place["dim"]), str(place["name"])
+            fits = (
+                "/" not in str(place["location"])
+                and rows > 0
+                and dim > 0
+                and length == rows * dim * _ROW_BYTES
+                and offset >= 0
+                and offset + length <= weights.stat().st_size
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not fits:
+            return None
+        key = (str(weights.resolve()), offset)
+        with _SHARED_LOCK:
+            held = _SHARED.get(key)
+            if held is None:
+                try:
+                    held = _SHARED[key] = cls(weights, name, offset, rows, dim)
+                except OSError:
+                    return None
+            return held
+
+    def need(self, ids: np.ndarray) -> None:
+        """Read the rows of these token ids that no text has asked for yet."""
+        wanted = np.unique(ids)
+        wanted = wanted[(wanted >= 0) & (wanted < self.rows)]
+        missing = wanted[~self.loaded[wanted]]
+        if not len(missing):
+            return
+        with self._lock:
+            for row in missing[~self.loaded[missing]].tolist():
+                data = os.pread(self._fd, self._row_bytes, self._offset + row * self._row_bytes)
+                if len(data) != self._row_bytes:
+                    raise OSError(f"the weights file ended before row {row} of its word table")
+                self.table[row] = np.frombuffer(data, np.float32)
+                self.loaded[row] = True
