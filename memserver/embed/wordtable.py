@@ -51,7 +51,12 @@ class WordTable:
         self._row_bytes = dim * _ROW_BYTES
         self._offset = offset
         self._fd = os.open(weights, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        self._buffer = mmap.mmap(-1, rows * self._row_bytes)  # zero, nothing resident yet
+        size = rows * self._row_bytes
+        if hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS"):
+            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS  # plain anonymous memory
+            self._buffer = mmap.mmap(-1, size, flags=flags)  # zero, nothing resident yet
+        else:
+            self._buffer = mmap.mmap(-1, size)
         if hasattr(mmap, "MADV_NOHUGEPAGE"):  # a 2 MB page per row touched would undo it
             self._buffer.madvise(mmap.MADV_NOHUGEPAGE)
         self.table = np.frombuffer(self._buffer, np.float32).reshape(rows, dim)
@@ -78,7 +83,7 @@ class WordTable:
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        if not fits:
+        if not fits or not hasattr(os, "pread"):  # (no pread: Windows reads the file itself)
             return None
         key = (str(weights.resolve()), offset)
         with _SHARED_LOCK:
