@@ -9,6 +9,8 @@ reads::
       snapshots/<revision>/model.onnx (+ tokenizer and config files, copied)
       snapshots/<revision>/model.onnx.data     the weights (`WEIGHTS`)
       snapshots/<revision>/quantization.json   the recipe and the source digest
+      snapshots/<revision>/word_table.json     where the word table sits in the weights
+                                               (`embed.wordtable` reads it row by row)
 
 The weights sit in a file of their own (ONNX external data) because onnxruntime maps such
 a file instead of copying its tensors into the heap: a session over the int8 copy holds
