@@ -449,13 +449,12 @@ def word_table_place(model_file: Path) -> dict[str, Any] | None:
 
 
 def _write_word_table(snap: Path) -> None:
-    """`WORD_TABLE_FILE` beside the model, when its graph has a table to read lazily; the
-    file appears whole (written aside, then renamed). Without it, or if writing fails, the
-    copy still loads: its sessions map the table from the weights file."""
+    """`WORD_TABLE_FILE` beside the model: where its table is, or `null` when its graph has
+    none to read lazily (an int8 table), so that no later process looks again (and imports
+    onnx to do it). The file appears whole (written aside, then renamed). If writing
+    fails, the copy still loads: its sessions map the table from the weights file."""
     try:
         place = word_table_place(snap / "model.onnx")
-        if place is None:
-            return
         aside = snap / f".{WORD_TABLE_FILE}.{os.getpid()}"
         aside.write_text(json.dumps(place, indent=1) + "\n", encoding="utf-8")
         os.replace(aside, snap / WORD_TABLE_FILE)

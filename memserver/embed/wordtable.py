@@ -33,7 +33,7 @@ import numpy as np
 
 __all__ = ["WORD_TABLE_FILE", "WordTable"]
 
-WORD_TABLE_FILE = "word_table.json"  # {name, location, offset, length, rows, dim}
+WORD_TABLE_FILE = "word_table.json"  # {name, location, offset, length, rows, dim} or null
 _ROW_BYTES = 4  # float32
 
 _SHARED: dict[tuple[str, int], WordTable] = {}

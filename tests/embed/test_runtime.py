@@ -139,6 +139,26 @@ def test_a_word_table_file_that_does_not_fit_the_weights_is_not_used(
     assert json.loads((folder / quantize.WORD_TABLE_FILE).read_text()) == place
 
 
+def test_a_model_without_a_word_table_to_read_says_so_once(tmp_path: Path) -> None:
+    """A graph with no fp32 table that a Gather of input_ids reads (an int8 table, here a
+    graph with none) gets a `null` word_table.json: its sessions map the file, and no
+    later process parses the graph again to find out."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, None])
+    out = helper.make_tensor_value_info("out", TensorProto.INT64, [1, None])
+    graph = helper.make_graph([helper.make_node("Identity", ["input_ids"], ["out"])], "g",
+                              [ids], [out])  # fmt: skip
+    onnx.save(helper.make_model(graph), str(tmp_path / "model.onnx"))
+    assert quantize.word_table_place(tmp_path / "model.onnx") is None
+    quantize._write_word_table(tmp_path)
+    assert json.loads((tmp_path / quantize.WORD_TABLE_FILE).read_text()) is None
+    assert WordTable.of(tmp_path) is None
+    names = {p.name for p in tmp_path.iterdir()}
+    assert names == {"model.onnx", quantize.WORD_TABLE_FILE}  # nothing left aside
+
+
 def test_a_folder_without_a_tokenizer_config_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text("{}")
     with pytest.raises(ValueError, match=r"tokenizer_config\.json"):
