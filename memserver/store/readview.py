@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from memserver.core.protocols import FileState
 from memserver.core.types import Chunk
@@ -278,10 +279,18 @@ def _read_memories(store: IndexStore, ids: Sequence[str] | None = None) -> _Memo
     if ids is not None and not ids:
         return _Memories([], [], [], [], _pick(None, [], store.meta.dim), [])
     columns = ["id", "source_ids", "embedded", "status", "scope"]
-    mt = store.memories.active_table(with_vectors=True, columns=columns, ids=ids, addresses=True)
-    vectors = _matrix(mt, store.meta.dim)
-    if vectors is not None and len(vectors):
-        vectors[~np.array(mt.column("embedded").to_pylist(), dtype=bool)] = 0.0
+    dim = store.meta.dim
+    mt = store.memories.active_table(with_vectors=False, columns=columns, ids=ids, addresses=True)
+    if dim and pc.any(mt.column("embedded")).as_py():  # this second read is the one kept
+        mt = store.memories.active_table(with_vectors=True, columns=columns, ids=ids,
+                                         addresses=True)  # fmt: skip
+    if "vector" in mt.column_names:
+        vectors = _matrix(mt, dim)
+        if vectors is not None and len(vectors):
+            vectors[~np.array(mt.column("embedded").to_pylist(), dtype=bool)] = 0.0
+    else:  # no memory has a vector (the default: memories are found by keyword): the rows
+        # of zeros are left unread, and their pages are never written
+        vectors = np.zeros((mt.num_rows, dim), dtype=np.float32) if dim else None
     return _Memories(
         ids=mt.column("id").to_pylist(),
         sources=[tuple(s or ()) for s in mt.column("source_ids").to_pylist()],

@@ -169,3 +169,31 @@ def test_only_the_memories_with_a_vector_hold_one_in_the_view(
         some = everyone.copy()
         some[with_vector[:1]] = False
         same(snap.dense_memories(qv, 5, some), top_rows(padded @ qv, some, 5, snap.memory_id_at))
+
+
+def test_memory_vectors_are_read_only_when_a_memory_has_one(sample_repo: Path, make_engine
+                                                            ) -> None:  # fmt: skip
+    """Distilled memories have no vector by default: the view then does not read the
+    memories' vector column at all (a zero row per memory was most of a small index's
+    view). Once a note has a vector, it is read, and the note is the one row kept."""
+    engine = make_engine(sample_repo)
+    engine.index()
+    store = engine.open_store()
+    asked: list[bool] = []
+    read = store.memories.active_table
+
+    def recorded(with_vectors: bool, *args: object, **kwargs: object) -> object:
+        asked.append(with_vectors)
+        return read(with_vectors, *args, **kwargs)
+
+    store.memories.active_table = recorded  # type: ignore[method-assign]
+    snap = load_snapshot(store, with_memories=True)
+    assert asked == [False] and len(snap.memory_ids) > 0
+    assert snap.memory_vectors is None or len(snap.memory_vectors) == 0
+    engine.memory_service().remember(Note("The deploy script lives in ops/deploy.sh."))
+    asked.clear()
+    snap = load_snapshot(store, with_memories=True)
+    assert asked == [False, True]
+    assert snap.memory_vectors is not None and len(snap.memory_vectors) == 1
+    note = snap.memory_ids[int(snap.memory_vector_rows[0])]
+    assert "ops/deploy.sh" in store.memories.get([note])[note].text
