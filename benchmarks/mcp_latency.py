@@ -116,8 +116,9 @@ def serve_args(root: Path) -> list[str]:
     return ["-c", SERVE, "--root", str(root), *ARGS, "--log-level", "warning"]
 
 
-def server_memory() -> dict[str, float]:
-    """VmRSS and VmHWM in MB of this process's `memserver serve` child."""
+def server_memory() -> dict[str, Any]:
+    """VmRSS and VmHWM in MB of this process's `memserver serve` child, its anonymous and
+    file-backed shares, and the mappings holding the most of it (`largest`, MB)."""
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
             fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
@@ -125,9 +126,32 @@ def server_memory() -> dict[str, float]:
         except (OSError, ValueError):
             continue
         if int(fields.get("PPid", "0")) == os.getpid() and b"serve_command" in cmdline:
-            return {k.lower() + "_mb": round(int(fields[k].split()[0]) / 1024, 1)
-                    for k in ("VmRSS", "VmHWM")}  # fmt: skip
+            out: dict[str, Any] = {
+                k.lower() + "_mb": round(int(fields[k].split()[0]) / 1024, 1)
+                for k in ("VmRSS", "VmHWM", "RssAnon", "RssFile")
+            }
+            out["largest"] = largest_mappings(status.parent / "smaps")
+            return out
     return {}
+
+
+def largest_mappings(smaps: Path, top: int = 12) -> dict[str, float]:
+    """Resident MB per mapped file (anonymous mappings as "[anon]"), the largest first."""
+    held: dict[str, int] = {}
+    name = ""
+    try:
+        lines = smaps.read_text().splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        head, _, rest = line.partition(" ")
+        if "-" in head and not head.endswith(":"):  # a mapping's first line
+            parts = line.split(None, 5)
+            name = Path(parts[5]).name if len(parts) > 5 else "[anon]"
+        elif head == "Rss:":
+            held[name] = held.get(name, 0) + int(rest.split()[0])
+    ranked = sorted(held.items(), key=lambda kv: -kv[1])[:top]
+    return {k: round(v / 1024, 1) for k, v in ranked}
 
 
 def one_start(root: Path, env: dict[str, str], first_recall: bool) -> dict[str, float]:
