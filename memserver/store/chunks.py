@@ -253,5 +253,5 @@ class ChunkRows:
                 row.update(text="", header="", symbol="", content_hash="", embedded=False,
                            tags=[], speaker="", vector_key=None)  # fmt: skip
                 if self.dim:
-                    row["vector"] = [0.0] * self.dim
+                    row["vector"] = None
             ldb.replace_rows(self.table, found)

@@ -356,7 +356,7 @@ class LeanSnapshot:
 
     def dense_memories(self, qv: np.ndarray, k: int, allowed: np.ndarray | None
                        ) -> list[tuple[int, float]]:  # fmt: skip
-        """Memories searched by keyword alone (`[index] memory_vectors`) have zero vectors:
+        """Memories searched by keyword alone (`[index] memory_vectors`) have no vectors:
         without one vector among them the search is skipped, not run over every row (a
         flat scan of Django's 70k memories took 100 ms of each recall); a few are searched
         exactly, in memory."""

@@ -356,7 +356,7 @@ class MemoryRows:
             for row in found:
                 row.update(text="", key="", entities=[], embedded=False, vector_key=None)
                 if self.dim:
-                    row["vector"] = [0.0] * self.dim
+                    row["vector"] = None
             ldb.replace_rows(self.table, found)
 
     def delete(self, ids: Sequence[str]) -> None:

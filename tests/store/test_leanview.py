@@ -328,7 +328,7 @@ def test_lean_fetch_survives_rows_moving(repo: Path, tmp_path: Path) -> None:
 def test_memories_without_vectors_are_not_searched_by_vector(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Memories kept for keyword search alone have zero vectors: the lean view skips their
+    """Memories kept for keyword search alone have no vectors: the lean view skips their
     vector search (a flat scan over every row otherwise) until one of them has a vector."""
     import numpy as np
 

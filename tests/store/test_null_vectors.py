@@ -1,0 +1,46 @@
+"""Rows with no vector hold none (null), not a row of zeros: chunks until they are embedded,
+memories searched by keyword alone, erased rows. Readers see a zero row for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from memserver.core.requests import Note
+from memserver.store.lancedb import vector_matrix
+
+
+def _held(table) -> tuple[list[bool], list[bool]]:  # type: ignore[no-untyped-def]
+    """(embedded, holds a vector) per row."""
+    data = table.to_arrow()
+    embedded = data.column("embedded").to_pylist()
+    return embedded, [v is not None for v in data.column("vector").to_pylist()]
+
+
+def test_rows_hold_a_vector_exactly_when_embedded(sample_repo: Path, make_engine) -> None:
+    engine = make_engine(sample_repo)
+    engine.index(embed=False)  # the keyword phase: nothing embedded yet
+    store = engine.open_store()
+    embedded, held = _held(store.chunks.table)
+    assert held == embedded == [False] * len(held) and held
+    engine.index()
+    note = engine.memory_service().remember(Note("The deploy script lives in ops/deploy.sh."))
+    store = engine.open_store()
+    embedded, held = _held(store.chunks.table)
+    assert all(held) and all(embedded)
+    embedded, held = _held(store.memories.table)
+    assert held == embedded and any(held) and not all(held)  # the note's, not the distilled
+
+    data = store.memories.table.to_arrow()
+    matrix = vector_matrix(data, store.meta.dim)
+    assert matrix is not None and matrix.shape == (data.num_rows, store.meta.dim)
+    mask = np.array(embedded)
+    assert not matrix[~mask].any()
+    assert np.allclose(np.linalg.norm(matrix[mask], axis=1), 1.0, atol=1e-3)
+    hits = engine.recaller(rerank=False).recall("where does the deploy script live")
+    assert any(e.id == note.note_id for e in hits.evidence)
+
+    engine.memory_service().forget([note.note_id], reason="test", erase=True)
+    embedded, held = _held(engine.open_store().memories.table)
+    assert not any(held) and not any(embedded)
