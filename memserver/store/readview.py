@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from memserver.core.protocols import FileState
 from memserver.core.types import Chunk
-from memserver.store.chunks import chunk_from_row
+from memserver.store.chunks import chunks_from_table
 from memserver.store.index import IndexStore
 from memserver.store.lancedb import ADDRESS, give_back_memory, vector_matrix
 from memserver.store.schema import scope_pairs
@@ -264,11 +264,10 @@ def _read_chunks(store: IndexStore, ids: Sequence[str] | None = None) -> _Chunks
     if ids is not None and not ids:
         return _Chunks([], np.zeros(0, dtype=bool), _pick(None, [], store.meta.dim), [])
     table = store.chunks.current_table(with_vectors=True, ids=ids, addresses=True)
-    plain = table.select([c for c in table.column_names if c not in ("vector", ADDRESS)])
-    rows = plain.to_pylist()
+    embedded = table.column("embedded").fill_null(False).to_numpy(zero_copy_only=False)
     return _Chunks(
-        chunks=[chunk_from_row(r) for r in rows],
-        embedded=np.array([bool(r["embedded"]) for r in rows], dtype=bool),
+        chunks=chunks_from_table(table),
+        embedded=np.asarray(embedded, dtype=bool),
         vectors=_matrix(table, store.meta.dim),
         addresses=table.column(ADDRESS).to_pylist(),
     )

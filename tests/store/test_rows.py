@@ -1,5 +1,7 @@
-"""Rows with no vector hold none (null), not a row of zeros: chunks until they are embedded,
-memories searched by keyword alone, erased rows. Readers see a zero row for them."""
+"""What the store's rows hold and how they are read back: rows with no vector hold none
+(null), not a row of zeros (chunks until they are embedded, memories searched by keyword
+alone, erased rows), and readers see a zero row for them; the recall view's column-wise
+reader makes the chunks the row-wise one makes."""
 
 from __future__ import annotations
 
@@ -44,3 +46,25 @@ def test_rows_hold_a_vector_exactly_when_embedded(sample_repo: Path, make_engine
     engine.memory_service().forget([note.note_id], reason="test", erase=True)
     embedded, held = _held(engine.open_store().memories.table)
     assert not any(held) and not any(embedded)
+
+
+def test_the_view_reads_chunks_column_by_column_as_row_by_row(sample_repo: Path, make_engine
+                                                              ) -> None:  # fmt: skip
+    """`chunks_from_table` (the recall view's reader) makes the chunks `chunk_from_row`
+    makes of the same rows: code, a scoped and tagged note, a conversation turn."""
+    from datetime import UTC, datetime
+
+    from memserver.store.chunks import chunk_from_row, chunks_from_table
+
+    engine = make_engine(sample_repo)
+    engine.index()
+    service = engine.memory_service()
+    service.remember(Note("Deploys go through ops/deploy.sh.", tags=("ops", "deploy"),
+                          scope=(("user", "ana"),)))  # fmt: skip
+    service.remember(Note("Friday is release day.", turn_id="chat-1:3", speaker="Ana",
+                          event_time=datetime(2026, 3, 1, tzinfo=UTC)))  # fmt: skip
+    table = engine.open_store().chunks.table.to_arrow()
+    made = chunks_from_table(table)
+    assert made == [chunk_from_row(r) for r in table.to_pylist()]
+    assert {c.origin for c in made} >= {"file", "note", "turn"}
+    assert any(c.scope and c.tags for c in made) and any(c.turn >= 0 and c.speaker for c in made)
