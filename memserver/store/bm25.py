@@ -23,7 +23,7 @@ from typing import Any
 from memserver.core.errors import StoreError
 from memserver.core.types import Chunk, Memory
 from memserver.core.writes import FileDocument
-from memserver.store.failures import READ_ONLY, failure_hint
+from memserver.store.failures import DISK_FULL, READ_ONLY, failure_hint
 from memserver.text.terms import analysed
 
 __all__ = ["Bm25Index", "tantivy_errors"]
@@ -35,9 +35,13 @@ _LOCKS = (".tantivy-meta.lock", ".tantivy-writer.lock")
 _VIEWS = ("chunk", "memory", "file")
 
 
+_REPAIR = "run `memserver doctor --repair` (it rebuilds the keyword index from LanceDB)"
+
+
 @contextmanager
-def tantivy_errors(action: str) -> Iterator[None]:
-    """Map any tantivy (or OS) failure inside the block to a StoreError with the fix."""
+def tantivy_errors(action: str, where: Path | None = None) -> Iterator[None]:
+    """Map any tantivy (or OS) failure inside the block to a StoreError with the fix.
+    `where`: the index folder, whose disk is looked at when tantivy does not say why."""
     try:
         yield
     except StoreError:
@@ -47,12 +51,26 @@ def tantivy_errors(action: str) -> Iterator[None]:
         # from BaseException; interrupts and exits pass through
         if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
             raise
+        hint = failure_hint(exc, _REPAIR)
+        if hint == _REPAIR and where is not None and _short_of_room(where):
+            hint = f"{DISK_FULL} (if it has room: {_REPAIR})"
         raise StoreError(
-            f"tantivy failed to {action}: {type(exc).__name__}: {str(exc)[:300]}",
-            hint=failure_hint(
-                exc, "run `memserver doctor --repair` (it rebuilds the keyword index from LanceDB)"
-            ),
+            f"tantivy failed to {action}: {type(exc).__name__}: {str(exc)[:300]}", hint=hint
         ) from exc
+
+
+def _short_of_room(path: Path) -> bool:
+    """Whether the disk holding `path` has less room than a writer's segment may take.
+    tantivy's writer writes segments from a thread of its own: when that write fails for
+    want of space, what reaches us is only "An index writer was killed ... (io::Error
+    most likely)", without the OS error."""
+    for folder in (path, *path.parents):
+        try:
+            st = os.statvfs(folder)
+        except (OSError, AttributeError):  # not there yet; or no statvfs (Windows)
+            continue
+        return st.f_bavail * st.f_frsize < _HEAP
+    return False
 
 
 def _read_only(path: Path) -> bool:
@@ -83,7 +101,7 @@ class Bm25Index:
             self._index = tantivy.Index(schema)  # in memory, empty: nothing to find yet
             self._writer: Any = None
             return
-        with tantivy_errors(f"open the keyword index in {path}"):
+        with tantivy_errors(f"open the keyword index in {path}", path):
             path.mkdir(parents=True, exist_ok=True)
             if not (_read_only(path) and (path / "meta.json").exists()):
                 self._index = tantivy.Index(schema, path=str(path), reuse=True)
@@ -109,7 +127,7 @@ class Bm25Index:
         if self.read_only:
             raise StoreError("the keyword index is read-only: cannot change it", hint=READ_ONLY)
         if self._writer is None:
-            with tantivy_errors("open a writer"):
+            with tantivy_errors("open a writer", self.path):
                 self._writer = self._index.writer(heap_size=_HEAP, num_threads=1)
                 # a writer killed mid-commit leaves files the next commit may create again
                 # under the same name (`<segment>.<opstamp>.del`): tantivy then fails with
@@ -124,7 +142,7 @@ class Bm25Index:
 
     def add(self, chunks: Iterable[Chunk]) -> None:
         writer = self._w()
-        with tantivy_errors("add documents"):
+        with tantivy_errors("add documents", self.path):
             for c in chunks:
                 writer.delete_documents_by_term("id", c.id)  # upsert
                 writer.add_document(
@@ -133,7 +151,7 @@ class Bm25Index:
 
     def add_memories(self, memories: Iterable[Memory]) -> None:
         writer = self._w()
-        with tantivy_errors("add memory documents"):
+        with tantivy_errors("add memory documents", self.path):
             for m in memories:
                 writer.delete_documents_by_term("id", m.id)
                 writer.add_document(self._document("memory", m.id, "", m.key, m.text))
@@ -141,14 +159,14 @@ class Bm25Index:
     def add_files(self, documents: Iterable[FileDocument]) -> None:
         """Whole files (their path is their id), replacing what the index held for them."""
         writer = self._w()
-        with tantivy_errors("add file documents"):
+        with tantivy_errors("add file documents", self.path):
             for d in documents:
                 writer.delete_documents_by_term("id", d.path)
                 writer.add_document(self._document("file", d.path, d.path, d.path, d.text))
 
     def delete(self, ids: Iterable[str]) -> None:
         writer = self._w()
-        with tantivy_errors("delete documents"):
+        with tantivy_errors("delete documents", self.path):
             for doc_id in ids:
                 writer.delete_documents_by_term("id", doc_id)
 
@@ -157,13 +175,13 @@ class Bm25Index:
         """Drop every document and add these, in one commit: the old segments, with every
         term of deleted documents, are gone from disk once it commits (erasure)."""
         writer = self._w()
-        with tantivy_errors("rebuild the keyword index"):
+        with tantivy_errors("rebuild the keyword index", self.path):
             writer.delete_all_documents()
         self.add(chunks)
         self.add_memories(memories)
         self.add_files(files)
         self.commit()
-        with tantivy_errors("drop the old keyword segments"):
+        with tantivy_errors("drop the old keyword segments", self.path):
             writer = self._w()
             writer.garbage_collect_files()
         self.rollback()
@@ -185,7 +203,7 @@ class Bm25Index:
         if self._writer is None:
             return
         try:
-            with tantivy_errors("commit"):
+            with tantivy_errors("commit", self.path):
                 self._writer.commit()
                 self._writer.wait_merging_threads()
         finally:

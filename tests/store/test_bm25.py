@@ -9,7 +9,7 @@ import pytest
 
 from memserver.core.errors import StoreError
 from memserver.core.types import Chunk
-from memserver.store.bm25 import Bm25Index
+from memserver.store.bm25 import Bm25Index, tantivy_errors
 
 
 def _chunk(i: int) -> Chunk:
@@ -66,3 +66,21 @@ def test_doc_frequencies_count_the_documents_of_a_view_that_hold_each_word(
     total, counts = index.doc_frequencies(["handler", "handlers", "return", "zeppelin"])
     assert (total, counts) == (4, [4, 4, 4, 0])
     assert index.doc_frequencies(["handler"], view="memory") == (0, [0])
+
+
+def test_a_writer_that_died_without_saying_why_is_sent_to_repair_when_the_disk_has_room(
+    tmp_path: Path,
+) -> None:
+    """tantivy's writer thread reports a failed segment write only as "killed" (the OS
+    error stays in its thread): with room on the disk the fix is a repair; a full disk is
+    told apart by its free space (the real full tmpfs: tests/e2e/test_fault_injection.py)."""
+    killed = ValueError(
+        "An error occurred in a thread: 'An index writer was killed.. "
+        "A worker thread encountered an error (io::Error most likely)'"
+    )
+    with pytest.raises(StoreError) as caught, tantivy_errors("add documents", tmp_path):
+        raise killed
+    assert "doctor --repair" in caught.value.hint and "disk is full" not in caught.value.hint
+    with pytest.raises(StoreError) as caught, tantivy_errors("add documents", tmp_path):
+        raise OSError(28, "No space left on device")
+    assert "disk is full" in caught.value.hint
