@@ -126,6 +126,9 @@ def index(
     ci: bool,
 ) -> None:
     """Index the project at PATH (default: current directory) incrementally."""
+    from memserver.core import heap
+
+    heap.arrow_system_pool()  # a lower peak (see there)
     as_json = as_json or ci
     engine = _engine(path or root_opt, index_dir, embedder)
     if dry_run:

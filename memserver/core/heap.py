@@ -11,9 +11,10 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import sys
 from typing import Any
 
-__all__ = ["cap_arenas", "trim"]
+__all__ = ["arrow_system_pool", "cap_arenas", "trim"]
 
 _M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
 
@@ -40,3 +41,17 @@ def cap_arenas(arenas: int) -> None:
     libc = _glibc()
     if libc is not None and not os.environ.get("MALLOC_ARENA_MAX"):
         libc.mallopt(_M_ARENA_MAX, arenas)
+
+
+def arrow_system_pool() -> None:
+    """Arrow's buffers from the system allocator instead of a mimalloc heap of its own
+    beside glibc's, which keeps what it freed: LanceDB's writes pass every batch through
+    Arrow compute (its checks of the vector column), and `memserver index` on Django 3.2
+    peaked at 896-926 MB with mimalloc against 776 MB with this, as fast (keyword phase,
+    two runs each). `ARROW_DEFAULT_MEMORY_POOL` in the environment wins."""
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"  # for pyarrow imported from now on
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:  # imported already: its default pool is chosen; set it
+        pa.set_memory_pool(pa.system_memory_pool())

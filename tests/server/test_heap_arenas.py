@@ -50,3 +50,34 @@ def test_the_server_keeps_to_a_few_heap_arenas_unless_the_environment_says_other
     assert heaps("default") >= 4  # six threads at once: arenas of their own
     assert heaps("capped") <= 2
     assert heaps("capped", MALLOC_ARENA_MAX="8") >= 4  # the user's setting wins
+
+
+POOL = """
+import sys
+import pyarrow as pa  # imported first: the default pool is chosen already
+from memserver.core import heap
+heap.arrow_system_pool()
+print(pa.default_memory_pool().backend_name)
+"""
+
+
+def pool(**env: str) -> str:
+    run = subprocess.run([sys.executable, "-c", POOL], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", **env}, check=True)  # fmt: skip
+    return run.stdout.strip()
+
+
+def test_arrow_takes_the_system_allocator_unless_the_environment_says_otherwise() -> None:
+    """`memserver index` and `serve` give Arrow's buffers to the system allocator, also
+    when pyarrow was imported before (its default pool chosen)."""
+    assert pool() == "system"
+    chosen = pa_default_backend()
+    assert pool(ARROW_DEFAULT_MEMORY_POOL=chosen) == chosen  # the user's setting wins
+
+
+def pa_default_backend() -> str:
+    """The pool pyarrow picks by itself here (mimalloc or jemalloc where built in)."""
+    code = "import pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin"}, check=True)  # fmt: skip
+    return run.stdout.strip()
