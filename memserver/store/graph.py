@@ -68,10 +68,21 @@ class FileRow:
     references: int  # its rows in `refs`
 
 
+# Up to this many `symbols` rows, `named` (recall's graph arm) answers from the current
+# definitions held in memory, read once per table version, not from two B-tree scans per
+# query. On mongoose (4.4k rows): 0.9 ms a call against 3.3 ms, recall p50 / p95 over
+# MCP 15-17 / 29-34 ms against 18-19 / 40-45 ms, and the server ~1 MB smaller after 100
+# recalls (the LanceDB code of an index search, which the rest of recall does not run,
+# stays unmapped). Above it (Django's 57k rows) holding them would cost more than it saves.
+NAMED_IN_MEMORY_ROWS = 20_000
+
+
 class GraphRows:
     def __init__(self, symbols: Table, refs: Table) -> None:
         self.symbols = symbols
         self.refs = refs
+        # (symbols version, (definitions, file rows) or None when too many to hold)
+        self._held: tuple[int, tuple[pa.Table, pa.Table] | None] | None = None
 
     def ensure_indexes(self) -> None:
         """B-trees on what reads and writes filter by: a definition's name (recall's graph
@@ -190,6 +201,13 @@ class GraphRows:
         names = sorted(set(names))
         if not names:
             return []
+        held = self._held_definitions()
+        if held is not None:
+            defs_t = held[0].filter(pc.is_in(held[0].column("name"), pa.array(names)))
+            files_t = held[1].filter(pc.is_in(held[1].column("version"),
+                                              pc.unique(defs_t.column("version"))))  # fmt: skip
+            return _assemble(_lists(files_t), _lists(defs_t),
+                             {c: [] for c in ("version", *_BY_COLUMN)}, True)  # fmt: skip
         with lance_errors("read the code graph's definitions"):
             defs = _read(self.symbols, [f"{_CURRENT} AND {in_list('name', b)}"
                                         for b in ldb.batches(names)], _DEF_COLUMNS, _DEF_ORDER,
@@ -199,6 +217,22 @@ class GraphRows:
                           _FILE_COLUMNS, _DEF_ORDER, f"kind = {sql_quote(FILE)}") if versions else {
                 c: [] for c in _FILE_COLUMNS}  # fmt: skip
         return _assemble(files, defs, {c: [] for c in ("version", *_BY_COLUMN)}, True)
+
+    def _held_definitions(self) -> tuple[pa.Table, pa.Table] | None:
+        """The current definitions and every file row, sorted as `named`'s scans sort
+        them, held while the table keeps its version (None: too many rows to hold)."""
+        with lance_errors("read the code graph's definitions"):
+            version = int(self.symbols.version)
+            if self._held is None or self._held[0] != version:
+                held = None
+                if ldb.count(self.symbols) <= NAMED_IN_MEMORY_ROWS:
+                    defs = ldb.scan(self.symbols, f"{_CURRENT} AND kind != {sql_quote(FILE)}",
+                                    _DEF_COLUMNS)  # fmt: skip
+                    files = ldb.scan(self.symbols, f"kind = {sql_quote(FILE)}", _FILE_COLUMNS)
+                    held = (ldb.sorted_table([defs], _DEF_ORDER),
+                            ldb.sorted_table([files], _DEF_ORDER))  # fmt: skip
+                self._held = (version, held)  # read after the version: never older than it
+        return self._held[1]
 
     def load(self, versions: Sequence[str] | None = None, *, columns: bool = False
              ) -> list[StoredFile]:  # fmt: skip
@@ -298,6 +332,10 @@ def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:
         else:
             columns.append(pa.nulls(table.num_rows, f.type))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _lists(table: pa.Table) -> dict[str, list[Any]]:
+    return {name: table.column(name).to_pylist() for name in table.column_names}
 
 
 def _read(table: Table, wheres: Sequence[str], columns: Sequence[str], order: Sequence[str],

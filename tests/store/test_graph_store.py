@@ -132,6 +132,42 @@ def test_names_and_versions_are_indexed_and_rows_written_after_are_still_found(
     assert found == {("pkg/retry.py", "backoff"), ("pkg/util.py", "jitter")}
 
 
+def test_named_answers_from_memory_as_the_scans_do_and_stays_fresh(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small graph's definitions are held in memory for `named`: it answers what the
+    filtered scans answer, also after the table changed under the same store."""
+    from memserver.store import graph
+
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    asked = [["backoff"], ["Client", "send", "close"], ["send", "missing"], ["missing"]]
+
+    def both(names: list[str]) -> tuple[object, object]:
+        held = store.graph.named(names)
+        assert store.graph._held is not None and store.graph._held[1] is not None
+        with monkeypatch.context() as m:
+            m.setattr(graph, "NAMED_IN_MEMORY_ROWS", 0)
+            store.graph._held = None
+            scanned = store.graph.named(names)
+            assert store.graph._held is not None and store.graph._held[1] is None
+        store.graph._held = None
+        return held, scanned
+
+    for names in asked:
+        held, scanned = both(names)
+        assert held == scanned
+    assert both(["backoff"])[0]
+    store.graph.named(["backoff"])  # held now, at this table version
+    (repo / "pkg/retry.py").write_text("def backoff(request):\n    return None\n")
+    engine.index()
+    paths = {d.path for f in store.graph.named(["backoff"]) for d in f.tags.definitions}
+    assert paths == {"pkg/util.py", "pkg/retry.py"}
+    held, scanned = both(["backoff", "send"])
+    assert held == scanned
+
+
 def test_an_index_without_the_lookup_indexes_gets_them_from_a_run_that_changes_nothing(
     repo: Path,
 ) -> None:
