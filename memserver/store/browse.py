@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from memserver.core.requests import SCOPE_KEYS, Scope
 from memserver.core.types import ACTIVE, STALE, Chunk, Memory
 from memserver.store import lancedb as ldb
-from memserver.store.chunks import CHUNK_COLUMNS, chunk_from_row
+from memserver.store.chunks import CHUNK_COLUMNS, chunks_from_table
 from memserver.store.events import Event
 from memserver.store.index import EVENTS, MEMORIES, IndexStore
 from memserver.store.lancedb import in_list, lance_errors, sql_quote
@@ -319,8 +319,8 @@ class Browser:
         where = (f"{in_list('origin', NOTE_ORIGINS)} AND valid_to IS NULL AND "
                  f"text LIKE {sql_quote('%' + REDACTION_MARK + '%')}")  # fmt: skip
         with lance_errors("read redacted notes"):
-            rows = ldb.rows(self.store.table("chunks"), where, CHUNK_COLUMNS, None)
-        chunks = sorted((chunk_from_row(r) for r in rows),
+            found = ldb.scan(self.store.table("chunks"), where, CHUNK_COLUMNS)
+        chunks = sorted(chunks_from_table(found),
                         key=lambda c: (c.event_time or datetime.min.replace(tzinfo=UTC), c.id),
                         reverse=True)[:limit]  # fmt: skip
         checked = self._checked({c.id for c in chunks})

@@ -194,10 +194,10 @@ def take(table: Table, ids: Sequence[str], columns: Sequence[str] | None = None)
     return (schema if not columns else pa.schema([schema.field(c) for c in columns])).empty_table()
 
 
-def scan(
-    table: Table, where: str | None, columns: Sequence[str], ids: Sequence[str] | None = None
-) -> pa.Table:
-    """Rows matching `where` (None: all) as Arrow; with `ids` (not empty), only those."""
+def scan(table: Table, where: str | None, columns: Sequence[str],
+         ids: Sequence[str] | None = None, limit: int | None = None) -> pa.Table:  # fmt: skip
+    """Rows matching `where` (None: all) as Arrow; with `ids` (not empty), only those;
+    with `limit`, at most that many (of each batch of ids)."""
     if ids is None:
         wheres: list[str | None] = [where]
     else:
@@ -208,7 +208,7 @@ def scan(
         query = table.search()
         if w:
             query = query.where(w)
-        parts.append(query.select(list(columns)).limit(None).to_arrow())
+        parts.append(query.select(list(columns)).limit(limit).to_arrow())
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 

@@ -234,19 +234,21 @@ class MemoryRows:
 
     def active_table(
         self, with_vectors: bool, columns: Sequence[str] | None = None, *,
-        ids: Sequence[str] | None = None, addresses: bool = False,
+        ids: Sequence[str] | None = None, addresses: bool = False, embedded_only: bool = False,
     ) -> pa.Table:  # fmt: skip
         """Memories recall may show, as Arrow (id, sources, status, scope…[, vector]): the
         active ones and stale notes about code (shown marked stale). Only those of `ids`
-        when given; `addresses` adds each row's ADDRESS."""
+        when given, only those with a vector when `embedded_only`; `addresses` adds each
+        row's ADDRESS."""
         columns = list(columns or ["id", "type", "key", "text", "source_ids", "origin_chunk",
                                    "embedded", "status", "scope"])  # fmt: skip
         if with_vectors and self.dim:
             columns.append("vector")
         if addresses:
             columns.append(ADDRESS)
+        where = f"{_SHOWN} AND embedded = true" if embedded_only else _SHOWN
         with lance_errors("read memories"):
-            return ldb.scan(self.table, _SHOWN, columns, ids)
+            return ldb.scan(self.table, where, columns, ids)
 
     def shown_addresses(self) -> dict[str, int]:
         """Id → ADDRESS of the memories recall may show (see `active_table`)."""

@@ -280,18 +280,23 @@ def _read_memories(store: IndexStore, ids: Sequence[str] | None = None) -> _Memo
     columns = ["id", "source_ids", "embedded", "status", "scope"]
     dim = store.meta.dim
     mt = store.memories.active_table(with_vectors=False, columns=columns, ids=ids, addresses=True)
-    if dim and pc.any(mt.column("embedded")).as_py():  # this second read is the one kept
-        mt = store.memories.active_table(with_vectors=True, columns=columns, ids=ids,
-                                         addresses=True)  # fmt: skip
-    if "vector" in mt.column_names:
-        vectors = _matrix(mt, dim)
-        if vectors is not None and len(vectors):
-            vectors[~np.array(mt.column("embedded").to_pylist(), dtype=bool)] = 0.0
-    else:  # no memory has a vector (the default: memories are found by keyword): the rows
-        # of zeros are left unread, and their pages are never written
-        vectors = np.zeros((mt.num_rows, dim), dtype=np.float32) if dim else None
+    memory_ids = mt.column("id").to_pylist()
+    # zero rows that are never written (calloc'd pages), and then the vectors of the few
+    # memories that have one: distilled memories are found by keyword alone (the default)
+    vectors = np.zeros((mt.num_rows, dim), dtype=np.float32) if dim else None
+    if vectors is not None and pc.any(mt.column("embedded")).as_py():
+        vt = store.memories.active_table(with_vectors=True, columns=["id"], ids=ids,
+                                         embedded_only=True)  # fmt: skip
+        row = {m: i for i, m in enumerate(memory_ids)}
+        # a memory embedded or added between the two reads: its address moved, and the
+        # next refresh reads it again; one added is not in this snapshot at all
+        at = [(row[m], j) for j, m in enumerate(vt.column("id").to_pylist()) if m in row]
+        found = _matrix(vt, dim)
+        if at and found is not None:
+            rows, picks = map(list, zip(*at, strict=True))
+            vectors[rows] = found[picks]
     return _Memories(
-        ids=mt.column("id").to_pylist(),
+        ids=memory_ids,
         sources=[tuple(s or ()) for s in mt.column("source_ids").to_pylist()],
         status=mt.column("status").to_pylist(),
         scope=[scope_pairs(s) for s in mt.column("scope").to_pylist()],

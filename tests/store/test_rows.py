@@ -1,7 +1,7 @@
 """What the store's rows hold and how they are read back: rows with no vector hold none
 (null), not a row of zeros (chunks until they are embedded, memories searched by keyword
-alone, erased rows), and readers see a zero row for them; the recall view's column-wise
-reader makes the chunks the row-wise one makes."""
+alone, erased rows), and readers see a zero row for them; the one chunk reader reads
+chunks back as they were written."""
 
 from __future__ import annotations
 
@@ -48,23 +48,37 @@ def test_rows_hold_a_vector_exactly_when_embedded(sample_repo: Path, make_engine
     assert not any(held) and not any(embedded)
 
 
-def test_the_view_reads_chunks_column_by_column_as_row_by_row(sample_repo: Path, make_engine
-                                                              ) -> None:  # fmt: skip
-    """`chunks_from_table` (the recall view's reader) makes the chunks `chunk_from_row`
-    makes of the same rows: code, a scoped and tagged note, a conversation turn."""
+def test_chunks_read_back_as_written(sample_repo: Path, make_engine) -> None:
+    """`chunks_from_table`, every read of chunks: code chunks hold their file's lines, a
+    scoped and tagged note and a conversation turn hold what was remembered, and the view,
+    `get` and `find` read the same chunks."""
     from datetime import UTC, datetime
 
-    from memserver.store.chunks import chunk_from_row, chunks_from_table
+    from memserver.store.chunks import chunks_from_table
 
     engine = make_engine(sample_repo)
     engine.index()
     service = engine.memory_service()
     service.remember(Note("Deploys go through ops/deploy.sh.", tags=("ops", "deploy"),
                           scope=(("user", "ana"),)))  # fmt: skip
+    when = datetime(2026, 3, 1, tzinfo=UTC)
     service.remember(Note("Friday is release day.", turn_id="chat-1:3", speaker="Ana",
-                          event_time=datetime(2026, 3, 1, tzinfo=UTC)))  # fmt: skip
-    table = engine.open_store().chunks.table.to_arrow()
-    made = chunks_from_table(table)
-    assert made == [chunk_from_row(r) for r in table.to_pylist()]
-    assert {c.origin for c in made} >= {"file", "note", "turn"}
-    assert any(c.scope and c.tags for c in made) and any(c.turn >= 0 and c.speaker for c in made)
+                          event_time=when))  # fmt: skip
+    store = engine.open_store()
+    made = chunks_from_table(store.chunks.table.to_arrow())
+    code = [c for c in made if c.origin == "file"]
+    assert code
+    for c in code:
+        lines = (sample_repo / c.path).read_text().split("\n")
+        assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])
+        assert c.project == store.meta.project and c.tokens > 0 and c.content_hash
+    note = next(c for c in made if c.origin == "note")
+    assert "ops/deploy.sh" in note.text
+    assert note.tags == ("ops", "deploy") and note.scope == (("user", "ana"),)
+    turn = next(c for c in made if c.origin == "turn")
+    assert "release day" in turn.text
+    assert (turn.speaker, turn.turn, turn.event_time) == ("Ana", 3, when)
+    assert {c.id: c for c in made} == {
+        c.id: c for c, _ in store.chunks.get([c.id for c in made]).values()
+    }
+    assert sorted(store.chunks.find("origin = 'note'"), key=lambda c: c.id) == [note]
