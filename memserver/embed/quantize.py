@@ -441,9 +441,14 @@ def word_table_place(model_file: Path) -> dict[str, Any] | None:
             or "input_ids" not in inputs
         ):
             return None
+        # the ids' values are read by that Gather alone (a Shape reads only their shape):
+        # the table's rows may then sit in any order, the ids translated to match
+        readers = [n for n in graph.node if "input_ids" in n.input]
+        slots = all(n is users[0] or n.op_type == "Shape" for n in readers)
         return {
             "name": table.name, "location": WEIGHTS, "offset": int(place.get("offset", 0)),
             "length": int(place["length"]), "rows": int(table.dims[0]), "dim": int(table.dims[1]),
+            "slots": slots,
         }  # fmt: skip
     return None
 
@@ -624,9 +629,21 @@ def resolve(
                 "(benchmarks/quantize_variants.py does), or pick a dynamic variant",
             )
         built = build(variant, sources, cache)
-    elif not (built.snapshot / WORD_TABLE_FILE).exists():
-        _write_word_table(built.snapshot)  # a copy built before the file was
+    elif _word_table_outdated(built.snapshot / WORD_TABLE_FILE):
+        _write_word_table(built.snapshot)  # a copy built before the file (or its slots) was
     return built
+
+
+def _word_table_outdated(path: Path) -> bool:
+    """No word-table file, or one written before it said whether the rows may be packed
+    (`slots`): read once more from the graph. A `null` file is final."""
+    try:
+        place = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False  # unreadable: `WordTable.of` ignores it, sessions map the file
+    return isinstance(place, dict) and "slots" not in place
 
 
 def load(model_name: str, threads: int | None = None, **kwargs: Any) -> Any:

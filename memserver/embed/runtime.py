@@ -123,7 +123,7 @@ class PooledModel:
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
         if self.words is not None:
-            self.words.need(ids)
+            ids = self.words.need(ids)
         feed: dict[str, np.ndarray] = {"input_ids": ids}
         if "attention_mask" in self._inputs:
             feed["attention_mask"] = mask

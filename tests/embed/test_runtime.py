@@ -108,12 +108,14 @@ def test_the_word_table_is_read_only_where_texts_need_it(
     assert np.array_equal(mine, next(iter(plain.query_embed(text))))
     asked = set(load_tokenizer(copy.snapshot).encode(text).ids)
     assert set(np.flatnonzero(words.loaded).tolist()) == before | asked
-    untouched = np.flatnonzero(~words.loaded)
-    assert not words.table[untouched].any()  # nothing read that no text asked for
+    assert words.slots  # the graph reads the ids in the table's Gather alone: rows packed
+    assert words.used == int(words.loaded.sum())
+    assert sorted(words.slot_of[words.loaded].tolist()) == list(range(words.used))
+    assert not words.table[words.used :].any()  # nothing read that no text asked for
     weights = np.memmap(copy.snapshot / quantize.WEIGHTS, np.float32, mode="r")
     table = weights[: words.rows * words.dim].reshape(words.rows, words.dim)
     rows = sorted(asked)
-    assert np.array_equal(words.table[rows], table[rows])  # the file's own values
+    assert np.array_equal(words.table[words.slot_of[rows]], table[rows])  # the file's values
     batched = np.asarray(list(lazy.passage_embed(TEXTS, batch_size=4)))
     assert np.array_equal(batched, np.asarray(list(plain.passage_embed(TEXTS, batch_size=4))))
 
@@ -157,6 +159,73 @@ def test_a_model_without_a_word_table_to_read_says_so_once(tmp_path: Path) -> No
     assert WordTable.of(tmp_path) is None
     names = {p.name for p in tmp_path.iterdir()}
     assert names == {"model.onnx", quantize.WORD_TABLE_FILE}  # nothing left aside
+
+
+def _tiny_model(folder: Path, also_read_by: str | None) -> np.ndarray:
+    """A graph whose fp32 word table (6 rows of 3) is external data a Gather of input_ids
+    reads, with a Shape of the ids and, when asked, one more node reading their values.
+    The table's values."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = np.arange(18, dtype=np.float32).reshape(6, 3) + 0.5
+    weights = numpy_helper.from_array(table, "m.embeddings.word_embeddings.weight")
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, None])
+    outs = [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [1, None, 3]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2])]  # fmt: skip
+    nodes = [helper.make_node("Gather", [weights.name, "input_ids"], ["hidden"]),
+             helper.make_node("Shape", ["input_ids"], ["shape"])]  # fmt: skip
+    if also_read_by:
+        nodes.append(helper.make_node(also_read_by, ["input_ids"], ["more"]))
+        outs.append(helper.make_tensor_value_info("more", TensorProto.INT64, [1, None]))
+    graph = helper.make_graph(nodes, "g", [ids], outs, [weights])
+    onnx.save(
+        helper.make_model(graph), str(folder / "model.onnx"), save_as_external_data=True,
+        all_tensors_to_one_file=True, location=quantize.WEIGHTS, size_threshold=0,
+    )  # fmt: skip
+    return table
+
+
+@pytest.mark.parametrize("also_read_by", [None, "Identity"])
+def test_word_table_rows_are_packed_only_where_the_gather_alone_reads_the_ids(
+    tmp_path: Path, also_read_by: str | None
+) -> None:
+    """Rows sit in the order texts first ask for them (a slot each, the ids translated)
+    when the table's Gather alone reads the ids' values; where another node reads them
+    too, each row stays at its id and the ids are fed as they are."""
+    table = _tiny_model(tmp_path, also_read_by)
+    place = quantize.word_table_place(tmp_path / "model.onnx")
+    assert place is not None and place["slots"] is (also_read_by is None)
+    quantize._write_word_table(tmp_path)
+    words = WordTable.of(tmp_path)
+    assert words is not None and words.slots is place["slots"]
+    asked = np.array([[4, 1, 4], [2, 0, 0]])
+    fed = words.need(asked)
+    if words.slots:  # the rows first asked for take the first slots, in id order
+        expected = dict(zip([0, 1, 2, 4], range(4), strict=True))
+        assert np.array_equal(fed, np.vectorize(expected.get)(asked))
+    else:
+        assert np.array_equal(fed, asked)
+    assert np.array_equal(words.table[fed], table[asked])  # what the Gather reads
+    assert words.used == 4 and not words.table[words.used if words.slots else 5 :].any()
+    again = words.need(np.array([[5, 4]]))
+    assert np.array_equal(words.table[again], table[[[5, 4]]])
+    assert np.array_equal(words.need(np.array([[6, -1]])), [[6, -1]])  # the session rejects
+    assert np.array_equal(words.need(asked), fed)  # a slot, once given, stays
+
+
+def test_a_word_table_file_from_before_slots_is_written_again(tmp_path: Path) -> None:
+    _tiny_model(tmp_path, None)
+    place = quantize.word_table_place(tmp_path / "model.onnx")
+    assert place is not None
+    path = tmp_path / quantize.WORD_TABLE_FILE
+    assert quantize._word_table_outdated(path)  # none yet
+    path.write_text(json.dumps({k: v for k, v in place.items() if k != "slots"}))
+    assert quantize._word_table_outdated(path)
+    quantize._write_word_table(tmp_path)
+    assert json.loads(path.read_text()) == place and not quantize._word_table_outdated(path)
+    path.write_text("null")
+    assert not quantize._word_table_outdated(path)  # final: no table to read lazily
 
 
 def test_a_folder_without_a_tokenizer_config_is_a_clear_error(tmp_path: Path) -> None:
