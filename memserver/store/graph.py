@@ -47,6 +47,10 @@ _DEF_COLUMNS = [
     "id", "path", "version", "language", *DEF_OWN_SCHEMA.names, "chunk_id",
 ]  # fmt: skip
 _FILE_COLUMNS = ["id", "path", "version", "language", "package", "imports"]
+# what finding a name's definitions reads (`named`): no signature, doc nor declared type,
+# a third of the rows' bytes, which a server holds for as long as the table keeps its version
+_UNNAMED = ("signature", "doc", "declared_type")
+_NAMED_COLUMNS = [c for c in _DEF_COLUMNS if c not in _UNNAMED]
 _REF_COLUMNS = ["place", "path", "version", *REF_OWN_SCHEMA.names, "chunk_id"]
 _DEF_ORDER = ["id"]  # a version's rows in file order: ids sort by version, then place
 _REF_ORDER = ["version", "place"]
@@ -197,7 +201,8 @@ class GraphRows:
     def named(self, names: Sequence[str]) -> list[StoredFile]:
         """The current definitions with one of these (bare) names, by file, with their
         files' language and package and no references: what finding a name's definitions
-        needs, read without the rest of the graph."""
+        needs (their signatures, docs and declared types are left empty), read without the
+        rest of the graph."""
         names = sorted(set(names))
         if not names:
             return []
@@ -206,12 +211,13 @@ class GraphRows:
             defs_t = held[0].filter(pc.is_in(held[0].column("name"), pa.array(names)))
             files_t = held[1].filter(pc.is_in(held[1].column("version"),
                                               pc.unique(defs_t.column("version"))))  # fmt: skip
-            return _assemble(_lists(files_t), _lists(defs_t),
+            return _assemble(_lists(files_t), _unnamed(_lists(defs_t)),
                              {c: [] for c in ("version", *_BY_COLUMN)}, True)  # fmt: skip
         with lance_errors("read the code graph's definitions"):
             defs = _read(self.symbols, [f"{_CURRENT} AND {in_list('name', b)}"
-                                        for b in ldb.batches(names)], _DEF_COLUMNS, _DEF_ORDER,
-                         f"kind != {sql_quote(FILE)}")  # fmt: skip
+                                        for b in ldb.batches(names)], _NAMED_COLUMNS,
+                         _DEF_ORDER, f"kind != {sql_quote(FILE)}")  # fmt: skip
+            defs = _unnamed(defs)
             versions = sorted(set(defs["version"]))
             files = _read(self.symbols, [in_list("version", b) for b in ldb.batches(versions)],
                           _FILE_COLUMNS, _DEF_ORDER, f"kind = {sql_quote(FILE)}") if versions else {
@@ -227,10 +233,12 @@ class GraphRows:
                 held = None
                 if ldb.count(self.symbols) <= NAMED_IN_MEMORY_ROWS:
                     defs = ldb.scan(self.symbols, f"{_CURRENT} AND kind != {sql_quote(FILE)}",
-                                    _DEF_COLUMNS)  # fmt: skip
+                                    _NAMED_COLUMNS)  # fmt: skip
                     files = ldb.scan(self.symbols, f"kind = {sql_quote(FILE)}", _FILE_COLUMNS)
                     held = (ldb.sorted_table([defs], _DEF_ORDER),
                             ldb.sorted_table([files], _DEF_ORDER))  # fmt: skip
+                    del defs, files
+                    ldb.give_back_memory()  # the scans' and the sorts' buffers: 1 MB a server
                 self._held = (version, held)  # read after the version: never older than it
         return self._held[1]
 
@@ -336,6 +344,12 @@ def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _lists(table: pa.Table) -> dict[str, list[Any]]:
     return {name: table.column(name).to_pylist() for name in table.column_names}
+
+
+def _unnamed(defs: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Definitions read without `_UNNAMED`'s columns, those columns empty."""
+    blank = [""] * len(defs["id"])
+    return {**defs, **{c: blank for c in _UNNAMED}}
 
 
 def _read(table: Table, wheres: Sequence[str], columns: Sequence[str], order: Sequence[str],

@@ -295,11 +295,13 @@ def _read_memories(store: IndexStore, ids: Sequence[str] | None = None) -> _Memo
         if at and found is not None:
             rows, picks = map(list, zip(*at, strict=True))
             vectors[rows] = found[picks]
+    statuses: dict[str, str] = {}  # one object per distinct value, as the chunks have
+    scopes: dict[Any, Any] = {}
     return _Memories(
         ids=memory_ids,
         sources=[tuple(s or ()) for s in mt.column("source_ids").to_pylist()],
-        status=mt.column("status").to_pylist(),
-        scope=[scope_pairs(s) for s in mt.column("scope").to_pylist()],
+        status=[statuses.setdefault(v, v) for v in mt.column("status").to_pylist()],
+        scope=[scopes.setdefault(k, k) for k in map(scope_pairs, mt.column("scope").to_pylist())],
         vectors=vectors,
         addresses=mt.column(ADDRESS).to_pylist(),
     )
@@ -416,7 +418,8 @@ def _set_memories(snap: MemorySnapshot, mem: _Memories) -> None:
     order = sorted(range(len(mem.ids)), key=mem.ids.__getitem__)
     snap.memory_ids = [mem.ids[i] for i in order]
     snap.memory_row = {m: i for i, m in enumerate(snap.memory_ids)}
-    snap.memory_source_ids = [mem.sources[i] for i in order]
+    chunk_id = {cid: cid for cid in snap.row}  # a source is a chunk's id: the same object
+    snap.memory_source_ids = [_shared(mem.sources[i], chunk_id) for i in order]
     snap.memory_status = [mem.status[i] for i in order]
     snap.memory_scope = [mem.scope[i] for i in order]
     snap.memory_addresses = [mem.addresses[i] for i in order]
@@ -425,6 +428,13 @@ def _set_memories(snap: MemorySnapshot, mem: _Memories) -> None:
         ordered = np.asarray(order, dtype=np.int64)
         rows = np.flatnonzero(np.any(mem.vectors != 0, axis=1)[ordered])
         snap.memory_vectors, snap.memory_vector_rows = mem.vectors[ordered[rows]], rows
+
+
+def _shared(sources: tuple[str, ...], chunk_id: dict[str, str]) -> tuple[str, ...]:
+    """`sources` holding the chunks' own id objects (a tuple that does already is kept)."""
+    if all(chunk_id.get(s, s) is s for s in sources):
+        return sources
+    return tuple([chunk_id.get(s, s) for s in sources])
 
 
 def _copy_memories(snap: MemorySnapshot, old: MemorySnapshot) -> None:
