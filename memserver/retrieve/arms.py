@@ -18,7 +18,6 @@ from typing import Literal
 
 import numpy as np
 
-from indexers.ignore import path_matcher
 from memserver.config import RecallSettings
 from memserver.core.protocols import CodeGraph, KeywordIndex, Snapshot
 from memserver.core.requests import Filters, visible
@@ -69,6 +68,8 @@ def filter_mask(snap: Snapshot, filters: Filters) -> np.ndarray | None:
         return None
     mask = np.ones(snap.size(), dtype=bool)
     if filters.paths:
+        from indexers.ignore import path_matcher  # pathspec: 1 MB a server may never need
+
         mask &= snap.mask_by("path", path_matcher(filters.paths, "path filter"))
     if filters.languages:
         langs = {x.lower() for x in filters.languages}

@@ -12,11 +12,9 @@ first-party code the rules would demote (`code_paths`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-from indexers.ignore import path_matcher
 
 __all__ = ["CODE", "Roles", "content_is_test", "path_role"]
 
@@ -89,8 +87,12 @@ class Roles:
     def __post_init__(self) -> None:
         rules = [(CODE, self.code_paths), (TEST, self.test_paths), (DOC, self.doc_paths),
                  (VENDORED, self.vendored_paths)]  # fmt: skip
-        matchers = [(role, path_matcher(list(globs), f"[recall] {role}_paths"))
-                    for role, globs in rules if globs]  # fmt: skip
+        matchers: list[tuple[str, Callable[[str], bool]]] = []
+        if any(globs for _, globs in rules):
+            from indexers.ignore import path_matcher  # pathspec: 1 MB, for globs alone
+
+            matchers = [(role, path_matcher(list(globs), f"[recall] {role}_paths"))
+                        for role, globs in rules if globs]  # fmt: skip
         object.__setattr__(self, "_matchers", matchers)
 
     def of(self, path: str) -> str:
