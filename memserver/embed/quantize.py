@@ -629,7 +629,9 @@ def resolve(
                 "(benchmarks/quantize_variants.py does), or pick a dynamic variant",
             )
         built = build(variant, sources, cache)
-    elif _word_table_outdated(built.snapshot / WORD_TABLE_FILE):
+    elif _word_table_outdated(built.snapshot / WORD_TABLE_FILE) and os.access(
+        built.snapshot, os.W_OK
+    ):  # (a read-only copy: no process imports onnx for a file it cannot write)
         _write_word_table(built.snapshot)  # a copy built before the file (or its slots) was
     return built
 

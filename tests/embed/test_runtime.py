@@ -141,6 +141,30 @@ def test_a_word_table_file_that_does_not_fit_the_weights_is_not_used(
     assert json.loads((folder / quantize.WORD_TABLE_FILE).read_text()) == place
 
 
+@requires_model
+@pytest.mark.model
+def test_resolving_a_copy_writes_a_word_table_file_from_before_slots_again(
+    copy: quantize.Quantized,
+) -> None:
+    """A copy built before the file said `slots` gets it on its next resolve, unless its
+    folder cannot be written (then every process would parse the graph again for nothing)."""
+    path = copy.snapshot / quantize.WORD_TABLE_FILE
+    place = json.loads(path.read_text())
+    old = json.dumps({k: v for k, v in place.items() if k != "slots"})
+    try:
+        path.write_text(old)
+        copy.snapshot.chmod(0o555)
+        if not os.access(copy.snapshot, os.W_OK):  # (root writes anyway)
+            quantize.resolve(VARIANT.model_name, MODEL_CACHE, copy.cache_dir)
+            assert path.read_text() == old
+        copy.snapshot.chmod(0o755)
+        quantize.resolve(VARIANT.model_name, MODEL_CACHE, copy.cache_dir)
+        assert json.loads(path.read_text()) == place and place["slots"] is True
+    finally:
+        copy.snapshot.chmod(0o755)
+        path.write_text(json.dumps(place))
+
+
 def test_a_model_without_a_word_table_to_read_says_so_once(tmp_path: Path) -> None:
     """A graph with no fp32 table that a Gather of input_ids reads (an int8 table, here a
     graph with none) gets a `null` word_table.json: its sessions map the file, and no
