@@ -54,9 +54,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
+
 from memserver.config import EmbeddingSettings
 from memserver.embed.fastembed import LABEL_CHARS
-from memserver.store.chunks import chunk_from_row
+from memserver.store.chunks import chunks_from_table
 from memserver.text.passages import embed_text
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -127,9 +129,9 @@ def run_index(root: Path, index_dir: Path) -> dict[str, Any]:
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), **json.loads(proc.stdout)}
 
 
-def chunk_text(row: dict[str, Any]) -> str:
-    """What memserver's indexer hands the embedder for a chunk."""
-    return embed_text(chunk_from_row(row), MAX_CHARS)[:CLIP]
+def chunk_texts(table: Any) -> list[str]:
+    """What memserver's indexer hands the embedder for each chunk of an Arrow table."""
+    return [embed_text(c, MAX_CHARS)[:CLIP] for c in chunks_from_table(table)]
 
 
 def embedded_texts(index_dir: Path) -> dict[str, list[str]]:
@@ -137,8 +139,9 @@ def embedded_texts(index_dir: Path) -> dict[str, list[str]]:
 
     where = index_dir / "lance" if (index_dir / "lance").is_dir() else index_dir
     db = lancedb.connect(str(where))
-    rows = db.open_table("chunks").to_arrow().drop_columns(["vector"]).to_pylist()
-    chunks = [chunk_text(r) for r in rows if r["valid_to"] is None and r["embedded"]]
+    table = db.open_table("chunks").to_arrow().drop_columns(["vector"])
+    current = pc.and_(pc.is_null(table.column("valid_to")), table.column("embedded"))
+    chunks = chunk_texts(table.filter(current))
     mrows = db.open_table("memories").to_arrow().select(["text", "status", "embedded"])
     memories = [r["text"][:CLIP] for r in mrows.to_pylist() if r["embedded"]]
     return {"chunks": chunks, "memories": memories}
