@@ -441,10 +441,14 @@ def word_table_place(model_file: Path) -> dict[str, Any] | None:
             or "input_ids" not in inputs
         ):
             return None
-        # the ids' values are read by that Gather alone (a Shape reads only their shape):
-        # the table's rows may then sit in any order, the ids translated to match
+        # the ids' values are read by that Gather alone (a Shape reads only their shape, and
+        # no subgraph can read them unseen): the table's rows may then sit in any order,
+        # the ids translated to match
         readers = [n for n in graph.node if "input_ids" in n.input]
-        slots = all(n is users[0] or n.op_type == "Shape" for n in readers)
+        nested = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+        slots = all(n is users[0] or n.op_type == "Shape" for n in readers) and not any(
+            a.type in nested for n in graph.node for a in n.attribute
+        )
         return {
             "name": table.name, "location": WEIGHTS, "offset": int(place.get("offset", 0)),
             "length": int(place["length"]), "rows": int(table.dims[0]), "dim": int(table.dims[1]),

@@ -199,7 +199,17 @@ def _tiny_model(folder: Path, also_read_by: str | None) -> np.ndarray:
             helper.make_tensor_value_info("shape", TensorProto.INT64, [2])]  # fmt: skip
     nodes = [helper.make_node("Gather", [weights.name, "input_ids"], ["hidden"]),
              helper.make_node("Shape", ["input_ids"], ["shape"])]  # fmt: skip
-    if also_read_by:
+    if also_read_by == "If":  # a branch reads the ids from the outer graph, unlisted
+        branch = helper.make_graph(
+            [helper.make_node("Identity", ["input_ids"], ["seen"])], "branch", [],
+            [helper.make_tensor_value_info("seen", TensorProto.INT64, [1, None])],
+        )  # fmt: skip
+        cond = helper.make_tensor("cond", TensorProto.BOOL, [], [True])
+        nodes += [helper.make_node("Constant", [], ["c"], value=cond),
+                  helper.make_node("If", ["c"], ["more"], then_branch=branch,
+                                   else_branch=branch)]  # fmt: skip
+        outs.append(helper.make_tensor_value_info("more", TensorProto.INT64, [1, None]))
+    elif also_read_by:
         nodes.append(helper.make_node(also_read_by, ["input_ids"], ["more"]))
         outs.append(helper.make_tensor_value_info("more", TensorProto.INT64, [1, None]))
     graph = helper.make_graph(nodes, "g", [ids], outs, [weights])
@@ -210,7 +220,7 @@ def _tiny_model(folder: Path, also_read_by: str | None) -> np.ndarray:
     return table
 
 
-@pytest.mark.parametrize("also_read_by", [None, "Identity"])
+@pytest.mark.parametrize("also_read_by", [None, "Identity", "If"])
 def test_word_table_rows_are_packed_only_where_the_gather_alone_reads_the_ids(
     tmp_path: Path, also_read_by: str | None
 ) -> None:
