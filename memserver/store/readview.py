@@ -418,8 +418,7 @@ def _set_memories(snap: MemorySnapshot, mem: _Memories) -> None:
     order = sorted(range(len(mem.ids)), key=mem.ids.__getitem__)
     snap.memory_ids = [mem.ids[i] for i in order]
     snap.memory_row = {m: i for i, m in enumerate(snap.memory_ids)}
-    chunk_id = {cid: cid for cid in snap.row}  # a source is a chunk's id: the same object
-    snap.memory_source_ids = [_shared(mem.sources[i], chunk_id) for i in order]
+    snap.memory_source_ids = [_shared(mem.sources[i], snap) for i in order]
     snap.memory_status = [mem.status[i] for i in order]
     snap.memory_scope = [mem.scope[i] for i in order]
     snap.memory_addresses = [mem.addresses[i] for i in order]
@@ -430,11 +429,14 @@ def _set_memories(snap: MemorySnapshot, mem: _Memories) -> None:
         snap.memory_vectors, snap.memory_vector_rows = mem.vectors[ordered[rows]], rows
 
 
-def _shared(sources: tuple[str, ...], chunk_id: dict[str, str]) -> tuple[str, ...]:
-    """`sources` holding the chunks' own id objects (a tuple that does already is kept)."""
-    if all(chunk_id.get(s, s) is s for s in sources):
+def _shared(sources: tuple[str, ...], snap: MemorySnapshot) -> tuple[str, ...]:
+    """`sources` holding the chunks' own id objects, not copies of them (a tuple that does
+    already is kept)."""
+    row, chunks = snap.row, snap.chunks
+    own = [chunks[row[s]].id if s in row else s for s in sources]
+    if all(a is b for a, b in zip(own, sources, strict=True)):
         return sources
-    return tuple([chunk_id.get(s, s) for s in sources])
+    return tuple(own)
 
 
 def _copy_memories(snap: MemorySnapshot, old: MemorySnapshot) -> None:
