@@ -3,9 +3,9 @@
 Tagging a file (parse, the tags query, nesting and local names: `indexers.chunking.
 tag_file`) costs about as much CPU as chunking it and writing its chunks and keyword
 documents, so a run with enough code hands it to a worker process (this module's
-`serve_stdio`, fed through a pipe): this process chunks and writes while the
-worker tags, and takes each file's tags, already in the store's row form (Arrow buffers,
-not objects), when its batch is committed. A small run (the watcher's saves, a few changed
+`serve_stdio`, fed through a pipe): this process chunks and writes while the worker tags,
+and takes each file's tags, already in the store's row form (Arrow's buffers as bytes, not
+objects), when its batch is committed. A small run (the watcher's saves, a few changed
 files, a small project: under `MIN_CHARS` of code) tags here, where a worker's start would
 cost more than it saves; so does a run on a machine whose load average says its cores are
 busy (there a worker's start is only more work for the same cores).

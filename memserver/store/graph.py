@@ -35,12 +35,15 @@ from memserver.core.graph import (
 )
 from memserver.core.writes import FileGraph
 from memserver.store import lancedb as ldb
-from memserver.store.graphpart import DEF_OWN_SCHEMA, REF_OWN_SCHEMA, GraphPart
+from memserver.store.graphpart import DEF_OWN, REF_OWN, Columns, GraphPart
 from memserver.store.lancedb import Table, in_list, lance_errors, sql_quote
 
 __all__ = ["FileRow", "GraphRows"]
 
 FILE = "file"  # the kind of a version's own row in `symbols`
+_TYPES = {"str": pa.string(), "int32": pa.int32(), "bool": pa.bool_()}
+DEF_OWN_SCHEMA = pa.schema([(name, _TYPES[kind]) for name, kind in DEF_OWN])
+REF_OWN_SCHEMA = pa.schema([(name, _TYPES[kind]) for name, kind in REF_OWN])
 _CURRENT = "valid_to IS NULL"
 _CLOSED = "valid_to IS NOT NULL"
 _DEF_COLUMNS = [
@@ -106,8 +109,8 @@ class GraphRows:
         if not graphs:
             return
         parts = [_part(g) for g in graphs]
-        refs = _rows(graphs, [p.references for p in parts], REF_OWN_SCHEMA, None, 0)
-        defs = _rows(graphs, [p.definitions for p in parts], DEF_OWN_SCHEMA, "s_", 1)
+        refs = _rows(graphs, [_batch(p.references, REF_OWN_SCHEMA) for p in parts], None, 0)
+        defs = _rows(graphs, [_batch(p.definitions, DEF_OWN_SCHEMA) for p in parts], "s_", 1)
         files = pa.table({
             "id": [f"s_{g.version}{0:08x}" for g in graphs],
             "path": [p.path for p in parts], "version": [g.version for g in graphs],
@@ -270,6 +273,23 @@ def _part(g: FileGraph) -> GraphPart:
     return g.rows
 
 
+def _batch(columns: Columns | None, schema: pa.Schema) -> pa.RecordBatch | None:
+    """A part's columns (`graphpart.Columns`) as Arrow arrays over the same bytes."""
+    if columns is None:
+        return None
+    n, arrays = columns.rows, []
+    for f, value in zip(schema, columns.values, strict=True):
+        if isinstance(value, tuple):  # a string column: offsets and bytes
+            buffers = [None, pa.py_buffer(value[0]), pa.py_buffer(value[1])]
+            arrays.append(pa.Array.from_buffers(pa.string(), n, buffers))
+        elif f.type == pa.bool_():  # a byte per value
+            arrays.append(pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(value)])
+                          .cast(pa.bool_()))  # fmt: skip
+        else:
+            arrays.append(pa.Array.from_buffers(f.type, n, [None, pa.py_buffer(value)]))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 _HEX: list[pa.Array] = [pa.array([], pa.string())]  # "00000000", "00000001"…, grown as needed
 
 
@@ -288,7 +308,7 @@ def _hex(places: np.ndarray) -> pa.Array:
 
 
 def _rows(graphs: Sequence[FileGraph], batches: Sequence[pa.RecordBatch | None],
-          schema: pa.Schema, prefix: str | None, first: int) -> pa.Table | None:  # fmt: skip
+          prefix: str | None, first: int) -> pa.Table | None:  # fmt: skip
     """The rows of these files' batches with what ties them to their version: the id
     (prefix, version, place) or, without a prefix, the place, then path, version,
     language and the chunk holding the row's first line (the last chunk starting at or
@@ -297,10 +317,10 @@ def _rows(graphs: Sequence[FileGraph], batches: Sequence[pa.RecordBatch | None],
     if not held:
         return None
     counts = [b.num_rows for _, b in held]
-    table = pa.Table.from_batches([b for _, b in held], schema=schema)
+    table = pa.Table.from_batches([b for _, b in held])
     owner = pa.array(np.repeat(np.arange(len(held)), counts))
     version = pa.array([g.version for g, _ in held]).take(owner)
-    line = "line" if "line" in schema.names else "start_line"
+    line = "line" if "line" in table.column_names else "start_line"
     chunk_ids: list[str] = []
     at: list[np.ndarray] = []
     for (g, b), n in zip(held, counts, strict=True):

@@ -1,68 +1,102 @@
 """A file's tags in the row form of the code graph's tables (`GraphPart`): made where the
 tags are made, in the indexing process or a worker process beside it, which imports this
-module (Arrow only) and not the store."""
+module and not the store.
+
+Standard library only: the columns are Arrow's own buffers (a string column's offsets and
+bytes, a number column's values) built with `array`, which the store wraps without a copy
+(`store.graph`). A tags worker that imported Arrow (and numpy with it) for them would spend
+0.13 s of CPU instead of 0.05 s starting, on the core the indexing shares with it.
+"""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import attrgetter
 from typing import Any
-
-import pyarrow as pa
 
 from memserver.core.graph import FileTags
 
-__all__ = ["DEF_OWN_SCHEMA", "REF_OWN_SCHEMA", "GraphPart", "graph_part"]
+__all__ = ["DEF_OWN", "REF_OWN", "Columns", "GraphPart", "graph_part"]
 
-# a definition's and a reference's own columns (the rest the insert adds: id or place, path,
-# version, language, chunk_id, and on file rows package, imports and the counts)
-_DEF_OWN = [
-    ("kind", pa.string()), ("name", pa.string()), ("qualified", pa.string()),
-    ("parent", pa.string()), ("signature", pa.string()), ("doc", pa.string()),
-    ("start_line", pa.int32()), ("end_line", pa.int32()), ("name_line", pa.int32()),
-    ("declared_type", pa.string()), ("declaration", pa.bool_()),
-]  # fmt: skip
-_REF_OWN = [
-    ("name", pa.string()), ("kind", pa.string()), ("line", pa.int32()),
-    ("column", pa.int32()), ("enclosing", pa.string()), ("qualifier", pa.string()),
-    ("receiver_type", pa.string()),
-]  # fmt: skip
-DEF_OWN_SCHEMA = pa.schema(_DEF_OWN)
-REF_OWN_SCHEMA = pa.schema(_REF_OWN)
+# a definition's and a reference's own columns, with their kinds: "str", "int32", "bool"
+# (the rest the insert adds: id or place, path, version, language, chunk_id, and on file
+# rows package, imports and the counts)
+DEF_OWN = (
+    ("kind", "str"), ("name", "str"), ("qualified", "str"), ("parent", "str"),
+    ("signature", "str"), ("doc", "str"), ("start_line", "int32"), ("end_line", "int32"),
+    ("name_line", "int32"), ("declared_type", "str"), ("declaration", "bool"),
+)  # fmt: skip
+REF_OWN = (
+    ("name", "str"), ("kind", "str"), ("line", "int32"), ("column", "int32"),
+    ("enclosing", "str"), ("qualifier", "str"), ("receiver_type", "str"),
+)  # fmt: skip
+
+_INT32 = "i" if array("i").itemsize == 4 else "l"  # a C int is 32 bits wherever we run
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Rows as Arrow buffers, a column each in its spec's order (`DEF_OWN`, `REF_OWN`): a
+    "str" column is (int32 offsets, UTF-8 bytes), an "int32" one its values, a "bool" one a
+    byte per value."""
+
+    rows: int
+    values: tuple[bytes | tuple[bytes, bytes], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class GraphPart:
     """A file's tags in the tables' row form, made where the tags are made: a worker
-    process hands the indexing one Arrow buffers, not a hundred thousand objects."""
+    process hands the indexing a few byte strings, not a hundred thousand objects."""
 
     path: str
     language: str
     package: str
     imports: tuple[dict[str, Any], ...]  # the file row's imports
-    definitions: pa.RecordBatch | None  # their own columns, in file order (None: none)
-    references: pa.RecordBatch | None
+    definitions: Columns | None  # their own columns, in file order (None: none)
+    references: Columns | None
 
     @property
     def counts(self) -> tuple[int, int]:
         return tuple(  # type: ignore[return-value]
-            0 if b is None else b.num_rows for b in (self.definitions, self.references)
+            0 if c is None else c.rows for c in (self.definitions, self.references)
         )
 
 
-def _batch(items: Sequence[Any], schema: pa.Schema) -> pa.RecordBatch | None:
-    """The `schema` columns of these objects (attributes of the same names), or None."""
+def _strings(values: list[str]) -> tuple[bytes, bytes]:
+    """A string column's offsets and bytes."""
+    joined = "".join(values)
+    if joined.isascii():  # a character is a byte: the lengths are the strings'
+        data, lengths = joined.encode("ascii"), map(len, values)
+    else:
+        encoded = [v.encode("utf-8", "replace") for v in values]
+        data, lengths = b"".join(encoded), map(len, encoded)
+    offsets = array(_INT32, (0,))
+    offsets.extend(accumulate(lengths))
+    return offsets.tobytes(), data
+
+
+def _columns(items: Sequence[Any], spec: tuple[tuple[str, str], ...]) -> Columns | None:
+    """The `spec` columns of these objects (attributes of the same names), or None."""
     if not items:
         return None
-    return pa.RecordBatch.from_arrays(
-        [pa.array([getattr(x, f.name) for x in items], f.type) for f in schema], schema=schema
-    )
+    values: list[bytes | tuple[bytes, bytes]] = []
+    for name, kind in spec:
+        column = list(map(attrgetter(name), items))
+        if kind == "str":
+            values.append(_strings(column))
+        else:
+            values.append(array(_INT32 if kind == "int32" else "B", column).tobytes())
+    return Columns(len(items), tuple(values))
 
 
 def graph_part(tags: FileTags) -> GraphPart:
     """`tags` in row form (see `GraphPart`)."""
-    defs = _batch(tags.definitions, DEF_OWN_SCHEMA)
-    refs = _batch(tags.references, REF_OWN_SCHEMA)
+    defs = _columns(tags.definitions, DEF_OWN)
+    refs = _columns(tags.references, REF_OWN)
     imports = tuple(
         {"module": i.module, "name": i.name, "alias": i.alias, "line": i.line, "star": i.star,
          "enclosing": i.enclosing}

@@ -76,6 +76,26 @@ def test_the_graph_is_stored_with_the_chunks_and_reads_back_as_extracted(repo: P
     assert not any(store.desync().values())
 
 
+def test_names_beyond_ascii_and_declarations_read_back_as_extracted(tmp_path: Path) -> None:
+    """The row form is Arrow's buffers built by hand: multi-byte names, docs and
+    qualifiers, and the flag of a declaration without a body, come back as written."""
+    files = {
+        "größe.py": (
+            'def grüße(name: "Straße") -> str:\n    """Grüßt — höflich."""\n'
+            "    return café.größe(name)\n\n\nclass Café:\n    pass\n"
+        ),
+        "Shape.java": "interface Shape {\n    double area();\n}\n",
+    }
+    engine = _engine(write_tree(tmp_path / "repo", files))
+    engine.index()
+    stored = {f.tags.path: f.tags for f in engine.open_store().graph.load()}
+    for path, text in files.items():
+        language = "python" if path.endswith(".py") else "java"
+        assert stored[path] == extract_tags(path, text, language)
+    assert any(d.declaration for d in stored["Shape.java"].definitions)
+    assert {d.name for d in stored["größe.py"].definitions} >= {"grüße", "Café"}
+
+
 def test_a_changed_file_closes_its_version_and_a_reverted_one_reopens_it(repo: Path) -> None:
     engine = _engine(repo)
     engine.index()
