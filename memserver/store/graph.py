@@ -287,7 +287,9 @@ def _batch(columns: Columns | None, schema: pa.Schema) -> pa.RecordBatch | None:
                           .cast(pa.bool_()))  # fmt: skip
         else:
             arrays.append(pa.Array.from_buffers(f.type, n, [None, pa.py_buffer(value)]))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    batch.validate(full=True)  # offsets within their bytes, UTF-8: never garbage written
+    return batch
 
 
 _HEX: list[pa.Array] = [pa.array([], pa.string())]  # "00000000", "00000001"…, grown as needed

@@ -96,6 +96,25 @@ def test_names_beyond_ascii_and_declarations_read_back_as_extracted(tmp_path: Pa
     assert {d.name for d in stored["größe.py"].definitions} >= {"grüße", "Café"}
 
 
+def test_row_buffers_that_do_not_hold_together_are_refused() -> None:
+    """Columns whose offsets point past their bytes (or cut a character in two) raise
+    before anything is written, rather than storing what Arrow would read as garbage."""
+    import pyarrow as pa
+
+    from memserver.store.graph import REF_OWN_SCHEMA, _batch
+    from memserver.store.graphpart import REF_OWN, Columns, graph_part
+
+    tags = extract_tags("a.py", "def f():\n    return g(1)\n", "python")
+    good = graph_part(tags).references
+    assert good is not None and _batch(good, REF_OWN_SCHEMA) is not None
+    at = [name for name, _ in REF_OWN].index("name")
+    offsets, data = good.values[at]  # type: ignore[misc]
+    for broken in ((offsets, data[:-1]), (offsets, b"\xc3" + data[1:])):
+        values = (*good.values[:at], broken, *good.values[at + 1 :])
+        with pytest.raises(pa.ArrowInvalid):
+            _batch(Columns(good.rows, values), REF_OWN_SCHEMA)
+
+
 def test_a_changed_file_closes_its_version_and_a_reverted_one_reopens_it(repo: Path) -> None:
     engine = _engine(repo)
     engine.index()
