@@ -187,10 +187,14 @@ class Engine:
         )  # fmt: skip
 
     def chunker_id(self) -> str:
-        """The chunker's version and settings: an index cut by another one is re-chunked."""
+        """The chunker's and the code graph's versions and the chunking settings: an index
+        cut or tagged by others is cut again (chunks that come out the same keep their ids
+        and vectors; every file's graph is made anew)."""
         from indexers.chunking import CHUNKER_VERSION
+        from memserver.core.graph import GRAPH_VERSION
 
-        return f"v{CHUNKER_VERSION}-{content_hash(repr(self.settings.chunking))[:12]}"
+        settings = content_hash(repr(self.settings.chunking))[:12]
+        return f"v{CHUNKER_VERSION}-g{GRAPH_VERSION}-{settings}"
 
     # -- stores ----------------------------------------------------------------
 

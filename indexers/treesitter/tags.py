@@ -57,6 +57,8 @@ _FLAT_EXTRAS = frozenset(
 
 _LINE_AND_COLUMN = operator.attrgetter("line", "column")
 _SPACE = re.compile(r"\s")
+# a string literal: its prefix (r, b, f, rb…), its quotes and what they hold
+_STRING_LITERAL = re.compile(r"[a-zA-Z]{0,2}(\"\"\"|'''|\"|')(.*)\1\Z", re.DOTALL)
 
 
 def parse(text: str, language: str, source: bytes | None = None) -> Tree:
@@ -368,7 +370,7 @@ class _Extractor:
 
     def _doc(self, entry: _Def) -> str:
         if entry.doc is not None:
-            return _first_line(self._text(entry.doc).strip(_QUOTES + "\"'"))
+            return _first_line(_string_body(self._text(entry.doc)))
         return self._comment_above(entry.node)
 
     def _comment_above(self, node: Node) -> str:
@@ -833,6 +835,13 @@ def _module_text(text: str, name: str = "") -> str:
             text = text[: -len(separator + name)]
             break
     return text.strip(_QUOTES)[:300]
+
+
+def _string_body(literal: str) -> str:
+    """What a string literal holds, without its prefix and quotes: a docstring that starts
+    or ends with a backtick, a quote or a bracket keeps it."""
+    match = _STRING_LITERAL.match(literal)
+    return match.group(2) if match else literal.strip(_QUOTES)
 
 
 def _first_line(text: str) -> str:

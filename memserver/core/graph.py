@@ -32,8 +32,9 @@ DEFINITION_KINDS = frozenset(
 )
 CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # Bump when extraction (`indexers.treesitter.tags`) gives other tags for the same text: every
-# file's graph rows belong to another version then, and indexing passes every file again.
-GRAPH_VERSION = 1
+# file's graph rows belong to another version then, and indexing passes every file again
+# (the version is part of `Engine.chunker_id`). 2: docstrings keep a leading backtick or quote.
+GRAPH_VERSION = 2
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
 

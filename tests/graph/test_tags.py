@@ -139,6 +139,18 @@ def test_python_definitions_carry_their_fields() -> None:
     assert by_name["LIMIT"].kind == "constant" and by_name["helper"].doc == ""
 
 
+def test_a_docstring_keeps_the_quotes_and_backticks_it_starts_or_ends_with() -> None:
+    source = (
+        'def a():\n    """`a` in row form."""\n\n'
+        "def b():\n    r'''<b> is \"quoted\"'''\n\n"
+        'def c():\n    """"Quoted" first.\n\n    More."""\n\n'
+        "def d():\n    'Plain.'\n"
+    )
+    docs = {d.name: d.doc for d in extract_tags("m.py", source, "python").definitions}
+    assert docs == {"a": "`a` in row form.", "b": '<b> is "quoted"', "c": '"Quoted" first.',
+                    "d": "Plain."}  # fmt: skip
+
+
 def test_python_references_imports_and_scopes() -> None:
     tags = extract_tags("pkg/client.py", PYTHON, "python")
     refs = {(r.name, r.line): r for r in tags.references}

@@ -115,6 +115,29 @@ def test_row_buffers_that_do_not_hold_together_are_refused() -> None:
             _batch(Columns(good.rows, values), REF_OWN_SCHEMA)
 
 
+def test_a_new_graph_version_tags_every_file_again_and_keeps_the_vectors(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Extraction that changed (`GRAPH_VERSION` bumped) makes the next run pass every
+    unchanged file again: each gets its graph under the new version, its chunks stay."""
+    from memserver.core import graph as core_graph
+
+    engine = Engine(repo, None, embedder_flag="hashing", env={})
+    engine.index()
+    before = engine.open_store()
+    chunks = {c.id for c in before.chunks.find("valid_to IS NULL")}
+    monkeypatch.setattr(core_graph, "GRAPH_VERSION", core_graph.GRAPH_VERSION + 1)
+    report = engine.index()
+    store = engine.open_store()
+    manifest = store.files.read()
+    assert _current(store) == {
+        path: file_version(path, r.content_hash, r.chunk_ids) for path, r in manifest.items()
+    }
+    assert {c.id for c in store.chunks.find("valid_to IS NULL")} == chunks
+    assert report.chunks_embedded == 0 and report.files_indexed == len(manifest)
+    assert not store.needs_reconcile() and not any(store.desync().values())
+
+
 def test_a_changed_file_closes_its_version_and_a_reverted_one_reopens_it(repo: Path) -> None:
     engine = _engine(repo)
     engine.index()
