@@ -111,7 +111,8 @@ def neighbours(
 ) -> list[Neighbour]:  # fmt: skip
     """Callers and callees of `start` (of what `chunk` holds, when given), breadth first up
     to `depth` (1 or 2). A caller is the definition a reference to it is written in, or the
-    file's top level; a callee is what a reference in it resolves to."""
+    file's top level; a callee is what a reference in it resolves to. At each depth callers
+    and callees alternate, callers first, so an answer cut to a budget keeps some of both."""
     if not 1 <= depth <= 2:
         raise BadRequest(f"depth must be 1 or 2, got {depth}", hint="use depth 1 (direct) or 2")
     seen: set[tuple[str, str]] = set()
@@ -120,18 +121,22 @@ def neighbours(
     for level in range(1, depth + 1):
         following: list[Definition] = []
         refs_out = g.refs_in_chunk(chunk) if chunk and level == 1 else None
-        for found, direction in (
-            (_callees(g, frontier, refs_out), "callee"),
-            (_callers(g, frontier), "caller"),
+        sides: list[list[Neighbour]] = [[], []]
+        for side, found, direction in (
+            (sides[1], _callees(g, frontier, refs_out), "callee"),
+            (sides[0], _callers(g, frontier), "caller"),
         ):
             for key, (item, d, lines, kinds) in found.items():
                 if (direction, key) in seen or d in start:
                     continue
                 seen.add((direction, key))
-                out.append(Neighbour(_fresh(item, stale), direction, level,  # type: ignore[arg-type]
-                                     tuple(sorted(lines)), tuple(sorted(kinds))))  # fmt: skip
+                side.append(Neighbour(_fresh(item, stale), direction, level,  # type: ignore[arg-type]
+                                      tuple(sorted(lines)), tuple(sorted(kinds))))  # fmt: skip
                 if d is not None:
                     following.append(d)
+        callers, callees = sides
+        for at in range(max(len(callers), len(callees))):
+            out += callers[at : at + 1] + callees[at : at + 1]
         frontier = following
     return out
 

@@ -12,6 +12,7 @@ from memserver.core.errors import BadRequest
 from memserver.engine import Engine
 from memserver.navigate.service import Navigator
 from memserver.tokens import default_counter
+from tests.conftest import write_tree
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +53,29 @@ def test_references_callers_and_neighbours(nav: Navigator) -> None:
         nav.neighbours_of("send_with_retry", depth=3)
     with pytest.raises(BadRequest, match="unknown reference kind"):
         nav.references_of("RetryPolicy", kinds=["calls"])
+
+
+def test_neighbours_cut_to_a_budget_keep_callers_and_callees(tmp_path: Path) -> None:
+    """Callers alternate with callees, so the smallest answer that names two neighbours
+    names one of each, whatever the order the graph lists them in."""
+    callees = "".join(f"def callee_{i}():\n    return {i}\n\n\n" for i in range(6))
+    callers = "".join(f"def caller_{i}():\n    return core()\n\n\n" for i in range(6))
+    core = "def core():\n    return " + " + ".join(f"callee_{i}()" for i in range(6)) + "\n\n\n"
+    root = write_tree(tmp_path / "repo", {"mod.py": callees + core + callers})
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    nav = engine.navigator()
+    _, found = nav.neighbours_of("core")
+    assert sorted(n.direction for n in found) == ["callee"] * 6 + ["caller"] * 6
+    assert [n.direction for n in found[:4]] == ["caller", "callee", "caller", "callee"]
+    for budget in range(256, 1200, 16):
+        answer = nav.neighbors("core", 1, budget)
+        shown = len(answer.data["callers"]) + len(answer.data["callees"])
+        if shown >= 2:
+            assert answer.data["callers"] and answer.data["callees"], budget
+            break
+    else:
+        raise AssertionError("no budget showed two neighbours")
 
 
 def test_outline_nests_and_the_map_ranks(nav: Navigator) -> None:
