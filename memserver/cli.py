@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from memserver.core import cpuload  # noqa: F401  (its first sample: the process's start)
 from memserver.core.errors import MemserverError
 from memserver.core.requests import LIMITS
 

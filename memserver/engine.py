@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memserver.config import Settings, load_settings
+from memserver.core import cpuload  # noqa: F401  (its first sample: the process's start)
 from memserver.core.errors import ModelUnavailable, PathError, StoreError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import LLM, CodeGraph, Distiller, Embedder, Progress, Reranker

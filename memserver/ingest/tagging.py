@@ -7,8 +7,9 @@ documents, so a run with enough code hands it to a worker process (this module's
 and takes each file's tags, already in the store's row form (Arrow's buffers as bytes, not
 objects), when its batch is committed. A small run (the watcher's saves, a few changed
 files, a small project: under `MIN_CHARS` of code) tags here, where a worker's start would
-cost more than it saves; so does a run on a machine whose load average says its cores are
-busy (there a worker's start is only more work for the same cores).
+cost more than it saves; so does a run on a machine whose cores have no time for it (there
+a worker's start is only more work for the same cores): what the cores did since the run
+began says so, from their clock ticks, and the load average where those cannot.
 
 The worker is a plain child process, not a multiprocessing one: those re-import the
 caller's main script (a user's script without a `__main__` guard would run again in the
@@ -29,11 +30,13 @@ import queue
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
 from indexers.chunking import tag_file
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
+from memserver.core import cpuload
 from memserver.core.graph import FileTags
 from memserver.core.types import ChunkOptions
 from memserver.store.graphpart import graph_part
@@ -49,6 +52,12 @@ _CHUNK = 8  # files per message to and from the worker
 # against +47-55 % in three later ones (medians of 5-7), 0.86 M (click) +12-27 % against
 # +39-58 %: the two cross between 0.20 M and 0.42 M.
 MIN_CHARS = 300_000
+# A worker needs half a core that other work and the run's own leave free (`core.cpuload`),
+# measured since the latest sample (the process's start, a run's start or decision) no older
+# than _WINDOW_S that leaves enough CPU time before now; without one, the load average
+# decides.
+_SPARE_CORES = 0.5
+_WINDOW_S = 10.0
 
 Job = tuple[str, str, str]  # (path, text, language)
 
@@ -66,10 +75,16 @@ class Tagger:
     def __init__(
         self, options: ChunkOptions, workers: int = 1, min_chars: int = MIN_CHARS,
         loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg,
+        sample: Callable[[], cpuload.Sample | None] = cpuload.sample,
     ) -> None:  # fmt: skip
         self.options = options
         self.workers = workers  # 0: always here
         self.loadavg = loadavg
+        self.sample = sample
+        self._samples: deque[cpuload.Sample] = deque(maxlen=8)  # oldest first
+        if sample is cpuload.sample:  # the process's start, its earlier runs
+            self._samples.extend(cpuload.history())
+        self._note()
         self.min_chars = min_chars  # less code than this (characters): tagged here
         self._ready: _Worker | None = None  # started by `prepare`, not yet fed
         self._active: _Worker | None = None  # fed: answering a run's files
@@ -86,6 +101,13 @@ class Tagger:
     def begin(self) -> None:
         """A run begins: nothing of its code is expected yet (see `expect`)."""
         self._expected, self._asked = 0, False
+        self._note()
+
+    def _note(self) -> cpuload.Sample | None:
+        found = self.sample()
+        if found is not None:
+            self._samples.append(found)
+        return found
 
     def expect(self, size: int) -> int:
         """The run found `size` more characters of changed code: the worker is prepared once
@@ -98,16 +120,34 @@ class Tagger:
         return self._expected
 
     def _worth_a_worker(self) -> bool:
-        """A worker, and a core with time for it: the last minute's load average (which
-        counts this process and its last run) below the cores this process may use."""
+        """A worker, and a core with time for it: half a core free of other work and of the
+        run's own in the recent past (`_spare_cores`), or where that cannot be told, the
+        last minute's load average (which counts this process and its last run) below the
+        cores this process may use."""
         cores = _cores()
         if self.workers < 1 or cores < 2:
             return False
+        spare = self._spare_cores()
+        if spare is not None:
+            return spare >= _SPARE_CORES
         try:
             load = self.loadavg()[0]
         except OSError:  # no load average here: trust the cores
             return True
         return load < cores
+
+    def _spare_cores(self) -> float | None:
+        """`cpuload.spare_cores` since the latest sample that says enough, None without one."""
+        before, now = list(self._samples), self._note()
+        if now is None:
+            return None
+        for then in reversed(before):
+            if now.at - then.at > _WINDOW_S:
+                break
+            spare = cpuload.spare_cores(then, now)
+            if spare is not None:
+                return spare
+        return None
 
     def close(self) -> None:
         """Stop the workers: one prepared for a run that did not take it, one whose run
@@ -153,11 +193,7 @@ _GONE = object()
 
 
 def _cores() -> int:
-    """The cores this process may run on (a container's share, where the OS says so)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return cpuload.cores()
 
 
 _BOOT = (

@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from indexers.chunking import tag_file
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
+from memserver.core import cpuload
 from memserver.core.types import ChunkOptions
 from memserver.ingest import tagging
 from memserver.ingest.tagging import Tagger
@@ -24,6 +26,10 @@ pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a worker need
 
 def idle() -> tuple[float, float, float]:  # the machine's other work: none
     return (0.0, 0.0, 0.0)
+
+
+def no_sample() -> None:  # the cores' times cannot be read: the load average decides
+    return None
 
 
 def _files(copies: int = 3, languages: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
@@ -68,7 +74,8 @@ def test_the_worker_gives_what_tagging_here_gives_in_order(
 ) -> None:
     files = _files()
     started = _watch_workers(monkeypatch)
-    got = list(Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle).tags(files))
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+    got = list(tagger.tags(files) or ())
     assert len(started) == 1 and started[0] is not None  # the worker did the tagging
     assert started[0].proc.wait(timeout=60) is not None  # and is gone after the run
     assert got == _expected(files)
@@ -80,7 +87,7 @@ def test_a_small_run_is_tagged_here_and_stops_the_prepared_worker(
 ) -> None:
     files = _files(2, LIGHT)
     started = _watch_workers(monkeypatch)
-    tagger = Tagger(ChunkOptions(), workers=1, min_chars=10**9, loadavg=idle)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=10**9, loadavg=idle, sample=no_sample)
     tagger.prepare()
     assert tagger.tags(files) is None  # made with the chunks
     assert len(started) == 1 and started[0] is not None
@@ -92,7 +99,7 @@ def test_a_prepared_run_uses_its_worker_and_a_failed_one_leaves_none(
 ) -> None:
     files = _files(12, LIGHT)
     started = _watch_workers(monkeypatch)
-    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
     tagger.prepare()
     assert list(tagger.tags(files)) == _expected(files)
     assert len(started) == 1  # the prepared one answered
@@ -110,7 +117,9 @@ def test_a_killed_worker_leaves_the_rest_to_this_process(
 ) -> None:
     files = _files(12, LIGHT)
     started = _watch_workers(monkeypatch)
-    tags = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle).tags(files)
+    tags = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample).tags(
+        files
+    )
     assert tags is not None
     first = [next(tags) for _ in range(3)]
     worker = started[0]
@@ -131,7 +140,7 @@ def test_the_worker_imports_nothing_from_the_folder_it_starts_in(
         )
     monkeypatch.chdir(tmp_path)
     files = _files(12, LIGHT)
-    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
     assert list(tagger.tags(files)) == _expected(files)
     assert not marker.exists()
 
@@ -140,12 +149,80 @@ def test_a_busy_machine_tags_here(monkeypatch: pytest.MonkeyPatch) -> None:
     files = _files(12, LIGHT)
     started = _watch_workers(monkeypatch)
     cores = float(os.cpu_count() or 1)
-    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=lambda: (cores, 0.0, 0.0))
+    tagger = Tagger(
+        ChunkOptions(), workers=1, min_chars=1, loadavg=lambda: (cores, 0.0, 0.0), sample=no_sample
+    )
     tagger.prepare()
     assert tagger.tags(files) is None  # made with the chunks
     assert started == []
-    assert Tagger(ChunkOptions(), workers=0, min_chars=1, loadavg=idle).tags(files) is None
+    never = Tagger(ChunkOptions(), workers=0, min_chars=1, loadavg=idle, sample=no_sample)
+    assert never.tags(files) is None
     assert started == []
+
+
+def _samples(idle: float, own: float, step: float = 0.1) -> Callable[[], cpuload.Sample]:
+    """Samples `step` seconds apart in which `idle` cores sat idle and this process used
+    `own` cores."""
+    n = cpuload.cores()
+    now = [0.0, 0.0, 0.0, 0.0]
+
+    def sample() -> cpuload.Sample:
+        now[0] += step
+        now[1] += step * idle
+        now[2] += step * n
+        now[3] += step * own
+        return cpuload.Sample(*now)
+
+    return sample
+
+
+def test_the_cores_recent_times_decide_before_the_load_average(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A minute's load average lags (it still counts a test suite that ended): what the
+    cores did lately decides where their times say enough, and this process's own work
+    (its last run and that run's worker) does not count against it."""
+    files = _files(12, LIGHT)
+    started = _watch_workers(monkeypatch)
+    cores = float(cpuload.cores())
+    busy = lambda: (2 * cores, 0.0, 0.0)  # noqa: E731
+
+    def tagger(loadavg: Callable[[], tuple[float, float, float]],
+               sample: Callable[[], cpuload.Sample | None]) -> Tagger:  # fmt: skip
+        return Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=loadavg, sample=sample)
+
+    assert list(tagger(busy, _samples(idle=cores - 1, own=1)).tags(files) or ()) == _expected(files)
+    assert len(started) == 1  # a core sat idle: a worker, whatever the load average says
+    assert tagger(idle, _samples(idle=0, own=1)).tags(files) is None  # other work had it
+    assert len(started) == 1
+    ours = tagger(busy, _samples(idle=0, own=cores)).tags(files)  # our own work took them
+    assert list(ours or ()) == _expected(files)
+    assert len(started) == 2
+    short = _samples(idle=cores, own=0, step=0.01)  # too short to tell: the load average
+    assert tagger(busy, short).tags(files) is None and len(started) == 2
+    stale = _samples(idle=cores, own=0, step=60.0)  # too old to tell
+    assert tagger(busy, stale).tags(files) is None and len(started) == 2
+
+
+def test_cpu_seconds_read_the_cores_asked_for(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    stat.write_text(
+        "cpu  10 0 5 100 3 0 1 0 0 0\n"
+        "cpu0 4 0 2 60 1 0 0 0 0 0\n"
+        "cpu1 6 0 3 40 2 0 1 0 0 0\n"
+        "intr 12345 1 2\n"
+    )
+    tick = 1.0 / os.sysconf("SC_CLK_TCK")
+    assert cpuload.cpu_seconds(None, stat) == pytest.approx((103 * tick, 119 * tick))
+    assert cpuload.cpu_seconds({1}, stat) == pytest.approx((42 * tick, 52 * tick))
+    assert cpuload.cpu_seconds({0, 1}, stat) == pytest.approx((103 * tick, 119 * tick))
+    assert cpuload.cpu_seconds({0}, tmp_path / "none") is None
+    (tmp_path / "odd").write_text("cpu  ten 0 5\n")
+    assert cpuload.cpu_seconds(None, tmp_path / "odd") is None
+    first = cpuload.sample()  # this machine's own, where it has them
+    if first is not None:
+        later = cpuload.sample()
+        assert later is not None and later.total >= first.total and later.own >= first.own
 
 
 def test_answers_are_read_as_they_come_not_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,7 +230,9 @@ def test_answers_are_read_as_they_come_not_when_asked(monkeypatch: pytest.Monkey
     the run asks for them. Every answer arrives before the first is asked for."""
     files = _files()
     started = _watch_workers(monkeypatch)
-    tags = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle).tags(files)
+    tags = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample).tags(
+        files
+    )
     worker = started[0]
     assert worker is not None
     messages = -(-sum(1 for f in files if f[2] in CODE_LANGUAGES) // tagging._CHUNK)
@@ -174,7 +253,7 @@ def test_a_worker_starts_only_once_the_run_has_found_enough_code(
     files = [f for f in _files(12, LIGHT) if f[2] in CODE_LANGUAGES]
     started = _watch_workers(monkeypatch)
     need = sum(_code_size(f) for f in files)
-    tagger = Tagger(ChunkOptions(), workers=1, min_chars=need, loadavg=idle)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=need, loadavg=idle, sample=no_sample)
     tagger.begin()
     for f in files[:-1]:
         tagger.expect(_code_size(f))
@@ -212,7 +291,7 @@ def test_a_worker_that_cannot_start_is_asked_for_once_a_run(
         tries.append(1)
 
     monkeypatch.setattr(tagging._Worker, "spawn", cannot)
-    tagger = Tagger(ChunkOptions(), workers=1, min_chars=10, loadavg=idle)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=10, loadavg=idle, sample=no_sample)
     tagger.begin()
     for _ in range(50):
         tagger.expect(100)
