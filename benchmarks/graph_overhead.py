@@ -6,8 +6,8 @@ Usage: python benchmarks/graph_overhead.py TREE [TREE ...] [--repeat 3] [--embed
 
 For each tree, cold index runs into fresh temporary index folders (the tree is only read),
 in-process, in turn: with the code graph as `memserver index` builds it (by default tags
-are made in a worker process beside the chunker when the load average leaves a core idle,
-else in-process; the runs that used a worker are counted), with a worker whatever the
+are made in a worker process beside the chunker when the cores' recent times leave one
+free, else in-process; the runs that used a worker are counted), with a worker whatever the
 load and however little code, with the graph made in-process (`graph_workers = 0`), and
 without it (no tags made and no graph rows written: what indexing cost before the graph).
 Each run's report gives
@@ -63,7 +63,7 @@ SPAWNED: list[int] = []  # workers started by "default" runs (each then tags the
 
 @contextmanager
 def _forced_worker(forced: bool) -> Iterator[None]:
-    """A worker whatever the load average says (or, unforced, as the product decides)."""
+    """A worker whatever the cores' load (or, unforced, as the product decides)."""
     from memserver.ingest import tagging
 
     worth, expect = tagging.Tagger._worth_a_worker, tagging.Tagger.expect

@@ -8,8 +8,8 @@ and takes each file's tags, already in the store's row form (Arrow's buffers as 
 objects), when its batch is committed. A small run (the watcher's saves, a few changed
 files, a small project: under `MIN_CHARS` of code) tags here, where a worker's start would
 cost more than it saves; so does a run on a machine whose cores have no time for it (there
-a worker's start is only more work for the same cores): what the cores did since the run
-began says so, from their clock ticks, and the load average where those cannot.
+a worker's start is only more work for the same cores): what the cores did lately says so
+(`core.cpuload`), and the load average where that cannot be read.
 
 The worker is a plain child process, not a multiprocessing one: those re-import the
 caller's main script (a user's script without a `__main__` guard would run again in the
