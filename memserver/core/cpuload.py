@@ -22,15 +22,18 @@ from collections import deque
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Sample", "allowed_cpus", "cores", "cpu_seconds", "history", "sample", "spare_cores"]
+__all__ = [
+    "Sample", "allowed_cpus", "cores", "cpu_seconds", "history", "min_window_s", "sample",
+    "spare_cores",
+]  # fmt: skip
 
 try:
     _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 except (AttributeError, ValueError, OSError):
     _TICK_S = 0.01
-# Fewer idle-or-busy CPU seconds than this between two samples (50 ms of two cores) say
-# too little: the counts move in ticks of 10 ms.
-MIN_CPU_S = 0.1
+# A window shorter than this says too little: each core's counts, and this process's own
+# time, move in ticks of 10 ms (`min_window_s` asks two ticks a core, 0.2 s at least).
+MIN_WINDOW_S = 0.2
 
 
 class Sample(NamedTuple):
@@ -92,14 +95,18 @@ def history() -> list[Sample]:
     return list(_HISTORY)
 
 
+def min_window_s() -> float:
+    """The shortest window whose counts say enough: two ticks of every core."""
+    return max(MIN_WINDOW_S, 2 * cores() * _TICK_S)
+
+
 def spare_cores(then: Sample, now: Sample) -> float | None:
     """Cores other work left this process between the two samples, beyond the one its own
     run keeps busy: idle cores plus the cores it used itself, minus one. None when the
-    window says too little (see MIN_CPU_S)."""
-    total = now.total - then.total
-    if total < MIN_CPU_S:
+    window is shorter than `min_window_s` (its counts' rounding would decide)."""
+    wall = now.at - then.at
+    if wall < min_window_s() or now.total <= then.total:
         return None
-    wall = total / cores()  # the window's seconds, as the cores' counts measured it
     idle = (now.idle - then.idle) / wall
     own = max(0.0, now.own - then.own) / wall
     return idle + own - 1.0

@@ -54,10 +54,11 @@ _CHUNK = 8  # files per message to and from the worker
 MIN_CHARS = 300_000
 # A worker needs half a core that other work and the run's own leave free (`core.cpuload`),
 # measured since the latest sample (the process's start, a run's start or decision) no older
-# than _WINDOW_S that leaves enough CPU time before now; without one, the load average
-# decides.
+# than _WINDOW_S and old enough to say (`cpuload.min_window_s`); without one, the load
+# average decides.
 _SPARE_CORES = 0.5
 _WINDOW_S = 10.0
+_LOADAVG = getattr(os, "getloadavg", None)  # none on Windows
 
 Job = tuple[str, str, str]  # (path, text, language)
 
@@ -74,7 +75,7 @@ class Tagger:
 
     def __init__(
         self, options: ChunkOptions, workers: int = 1, min_chars: int = MIN_CHARS,
-        loadavg: Callable[[], tuple[float, float, float]] = os.getloadavg,
+        loadavg: Callable[[], tuple[float, float, float]] | None = _LOADAVG,
         sample: Callable[[], cpuload.Sample | None] = cpuload.sample,
     ) -> None:  # fmt: skip
         self.options = options
@@ -131,10 +132,10 @@ class Tagger:
         if spare is not None:
             return spare >= _SPARE_CORES
         try:
-            load = self.loadavg()[0]
-        except OSError:  # no load average here: trust the cores
-            return True
-        return load < cores
+            load = self.loadavg()[0] if self.loadavg is not None else None
+        except OSError:
+            load = None
+        return load is None or load < cores  # no load average here: trust the cores
 
     def _spare_cores(self) -> float | None:
         """`cpuload.spare_cores` since the latest sample that says enough, None without one."""

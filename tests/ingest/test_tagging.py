@@ -160,7 +160,7 @@ def test_a_busy_machine_tags_here(monkeypatch: pytest.MonkeyPatch) -> None:
     assert started == []
 
 
-def _samples(idle: float, own: float, step: float = 0.1) -> Callable[[], cpuload.Sample]:
+def _samples(idle: float, own: float, step: float = 0.5) -> Callable[[], cpuload.Sample]:
     """Samples `step` seconds apart in which `idle` cores sat idle and this process used
     `own` cores."""
     n = cpuload.cores()
