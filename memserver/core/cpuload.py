@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 __all__ = [
-    "Sample", "allowed_cpus", "cores", "cpu_seconds", "history", "min_window_s", "sample",
-    "spare_cores",
+    "Sample", "allowed_cpus", "cores", "cpu_quota", "cpu_seconds", "history", "min_window_s",
+    "sample", "spare_cores",
 ]  # fmt: skip
 
 try:
@@ -52,8 +52,66 @@ def allowed_cpus() -> set[int] | None:
 
 
 def cores() -> int:
-    """How many cores this process may run on (a container's share, where the OS says)."""
+    """How many cores this process may run on: those its affinity allows, fewer when its
+    cgroup's CPU quota allows less (a container started with `--cpus 1`)."""
+    quota = cpu_quota()
+    return _counted() if quota is None else max(1, min(_counted(), int(quota)))
+
+
+def _counted() -> int:
+    """The cores whose times `sample` reads: those the affinity allows."""
     return len(allowed_cpus() or ()) or os.cpu_count() or 1
+
+
+def cpu_quota(proc: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")
+              ) -> float | None:  # fmt: skip
+    """The CPUs this process's cgroup may use (quota over period: cgroup v2's `cpu.max`,
+    v1's `cpu.cfs_quota_us`), None where no quota limits it or none can be read."""
+    try:
+        lines = proc.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)  # hierarchy : controllers : path
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        where = path.strip().lstrip("/")
+        if controllers == "":  # v2: one hierarchy
+            found = _quota(root / where / "cpu.max", root / "cpu.max")
+        elif "cpu" in controllers.split(","):
+            found = _quota_v1(root / controllers / where, root / controllers)
+        else:
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def _quota(*files: Path) -> float | None:
+    for file in files:  # the cgroup's own file; in a container, its view of the root
+        try:
+            quota, period = file.read_text().split()[:2]
+        except (OSError, ValueError):
+            continue
+        if quota == "max":
+            return None
+        try:
+            return int(quota) / int(period) if int(period) > 0 else None
+        except ValueError:
+            return None
+    return None
+
+
+def _quota_v1(*folders: Path) -> float | None:
+    for folder in folders:
+        try:
+            quota = int((folder / "cpu.cfs_quota_us").read_text())
+            period = int((folder / "cpu.cfs_period_us").read_text())
+        except (OSError, ValueError):
+            continue
+        return quota / period if quota > 0 and period > 0 else None
+    return None
 
 
 def cpu_seconds(cpus: set[int] | None = None, stat: Path = Path("/proc/stat")
@@ -96,20 +154,21 @@ def history() -> list[Sample]:
 
 
 def min_window_s() -> float:
-    """The shortest window whose counts say enough: two ticks of every core."""
-    return max(MIN_WINDOW_S, 2 * cores() * _TICK_S)
+    """The shortest window whose counts say enough: two ticks of every core counted."""
+    return max(MIN_WINDOW_S, 2 * _counted() * _TICK_S)
 
 
 def spare_cores(then: Sample, now: Sample) -> float | None:
     """Cores other work left this process between the two samples, beyond the one its own
-    run keeps busy: idle cores plus the cores it used itself, minus one. None when the
-    window is shorter than `min_window_s` (its counts' rounding would decide)."""
+    run keeps busy: idle cores plus the cores it used itself (no more than its quota
+    allows, `cores`), minus one. None when the window is shorter than `min_window_s` (its
+    counts' rounding would decide)."""
     wall = now.at - then.at
     if wall < min_window_s() or now.total <= then.total:
         return None
     idle = (now.idle - then.idle) / wall
     own = max(0.0, now.own - then.own) / wall
-    return idle + own - 1.0
+    return min(idle + own, float(cores())) - 1.0
 
 
 _HISTORY: deque[Sample] = deque(maxlen=16)

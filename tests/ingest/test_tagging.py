@@ -225,6 +225,36 @@ def test_cpu_seconds_read_the_cores_asked_for(tmp_path: Path) -> None:
         assert later is not None and later.total >= first.total and later.own >= first.own
 
 
+def test_a_cgroup_cpu_quota_bounds_the_cores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A container started with `--cpus 1.5` may see every core of its host: its quota says
+    how many it may use (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`)."""
+    proc, root = tmp_path / "cgroup", tmp_path / "fs"
+    (root / "app").mkdir(parents=True)
+    proc.write_text("0::/app\n")
+    (root / "app" / "cpu.max").write_text("150000 100000\n")
+    assert cpuload.cpu_quota(proc, root) == 1.5
+    (root / "app" / "cpu.max").write_text("max 100000\n")
+    assert cpuload.cpu_quota(proc, root) is None
+    (root / "app" / "cpu.max").unlink()
+    (root / "cpu.max").write_text("200000 100000\n")  # a container's view: its own root
+    assert cpuload.cpu_quota(proc, root) == 2.0
+    proc.write_text("12:memory:/x\n3:cpu,cpuacct:/job\n0::/\n")  # v1 beside v2
+    (root / "cpu.max").unlink()
+    (root / "cpu,cpuacct" / "job").mkdir(parents=True)
+    (root / "cpu,cpuacct" / "job" / "cpu.cfs_quota_us").write_text("100000\n")
+    (root / "cpu,cpuacct" / "job" / "cpu.cfs_period_us").write_text("100000\n")
+    assert cpuload.cpu_quota(proc, root) == 1.0
+    (root / "cpu,cpuacct" / "job" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert cpuload.cpu_quota(proc, root) is None
+    assert cpuload.cpu_quota(tmp_path / "none", root) is None
+    monkeypatch.setattr(cpuload, "cpu_quota", lambda: 1.5)
+    assert cpuload.cores() == 1  # one whole core: no room for a worker
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+    assert tagger.tags(_files(12, LIGHT)) is None
+
+
 def test_answers_are_read_as_they_come_not_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk's answers outgrow a pipe's buffer: unread, they would stop the worker until
     the run asks for them. Every answer arrives before the first is asked for."""
