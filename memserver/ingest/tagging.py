@@ -125,7 +125,7 @@ class Tagger:
         run's own in the recent past (`_spare_cores`), or where that cannot be told, the
         last minute's load average (which counts this process and its last run) below the
         cores this process may use."""
-        cores = _cores()
+        cores = cpuload.cores()
         if self.workers < 1 or cores < 2:
             return False
         spare = self._spare_cores()
@@ -191,10 +191,6 @@ class Tagger:
 
 
 _GONE = object()
-
-
-def _cores() -> int:
-    return cpuload.cores()
 
 
 _BOOT = (

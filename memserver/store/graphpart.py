@@ -35,7 +35,7 @@ REF_OWN = (
     ("enclosing", "str"), ("qualifier", "str"), ("receiver_type", "str"),
 )  # fmt: skip
 
-_INT32 = "i" if array("i").itemsize == 4 else "l"  # a C int is 32 bits wherever we run
+_INT32 = next(c for c in "il" if array(c).itemsize == 4)  # a C int, or a Windows long
 
 
 @dataclass(frozen=True, slots=True)
