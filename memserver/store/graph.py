@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,7 @@ __all__ = ["FileRow", "GraphRows"]
 
 FILE = "file"  # the kind of a version's own row in `symbols`
 _TYPES = {"str": pa.string(), "int32": pa.int32(), "bool": pa.bool_()}
+_MAX_OFFSET = 2**31 - 1  # the last offset a string array can hold
 DEF_OWN_SCHEMA = pa.schema([(name, _TYPES[kind]) for name, kind in DEF_OWN])
 REF_OWN_SCHEMA = pa.schema([(name, _TYPES[kind]) for name, kind in REF_OWN])
 _CURRENT = "valid_to IS NULL"
@@ -109,8 +110,8 @@ class GraphRows:
         if not graphs:
             return
         parts = [_part(g) for g in graphs]
-        refs = _rows(graphs, [_batch(p.references, REF_OWN_SCHEMA) for p in parts], None, 0)
-        defs = _rows(graphs, [_batch(p.definitions, DEF_OWN_SCHEMA) for p in parts], "s_", 1)
+        refs = _rows(graphs, [p.references for p in parts], REF_OWN_SCHEMA, None, 0)
+        defs = _rows(graphs, [p.definitions for p in parts], DEF_OWN_SCHEMA, "s_", 1)
         files = pa.table({
             "id": [f"s_{g.version}{0:08x}" for g in graphs],
             "path": [p.path for p in parts], "version": [g.version for g in graphs],
@@ -273,23 +274,65 @@ def _part(g: FileGraph) -> GraphPart:
     return g.rows
 
 
-def _batch(columns: Columns | None, schema: pa.Schema) -> pa.RecordBatch | None:
-    """A part's columns (`graphpart.Columns`) as Arrow arrays over the same bytes."""
-    if columns is None:
-        return None
-    n, arrays = columns.rows, []
-    for f, value in zip(schema, columns.values, strict=True):
-        if isinstance(value, tuple):  # a string column: offsets and bytes
-            buffers = [None, pa.py_buffer(value[0]), pa.py_buffer(value[1])]
-            arrays.append(pa.Array.from_buffers(pa.string(), n, buffers))
-        elif f.type == pa.bool_():  # a byte per value
-            arrays.append(pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(value)])
-                          .cast(pa.bool_()))  # fmt: skip
+def _batch(parts: Sequence[Columns], schema: pa.Schema) -> pa.RecordBatch:
+    """These parts' rows (`graphpart.Columns`, file after file) as one record batch, each
+    column one Arrow array over the parts' buffers joined: LanceDB writes a column of one
+    array in half the CPU of one in an array per file (click's references: 9 ms against
+    19). The whole is validated (offsets in order and within their bytes, every string
+    UTF-8): never garbage written."""
+    n, rows = sum(p.rows for p in parts), [p.rows for p in parts]
+    arrays = []
+    for at, f in enumerate(schema):
+        values = [p.values[at] for p in parts]
+        if f.type == pa.string():  # offsets and bytes
+            strings = cast(list[tuple[bytes, bytes]], values)
+            arrays.append(_strings(f.name, rows, strings, n))
+            continue
+        data = pa.py_buffer(b"".join(cast(list[bytes], values)))
+        if f.type == pa.bool_():  # a byte per value
+            arrays.append(pa.Array.from_buffers(pa.uint8(), n, [None, data]).cast(pa.bool_()))
         else:
-            arrays.append(pa.Array.from_buffers(f.type, n, [None, pa.py_buffer(value)]))
+            arrays.append(pa.Array.from_buffers(f.type, n, [None, data]))
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
-    batch.validate(full=True)  # offsets within their bytes, UTF-8: never garbage written
+    batch.validate(full=True)
     return batch
+
+
+def _strings(name: str, rows: Sequence[int], values: Sequence[tuple[bytes, bytes]], n: int
+             ) -> pa.Array:  # fmt: skip
+    """A string column of parts (their offsets and bytes) as one array. Each part's offsets
+    must run from 0 to the end of its bytes: one that stopped short would shift every
+    string of the parts after it."""
+    offsets: list[np.ndarray] = []
+    base = 0
+    for count, (held, data) in zip(rows, values, strict=True):
+        starts = np.frombuffer(held, np.int32)
+        if len(starts) != count + 1 or starts[0] != 0 or starts[-1] != len(data):
+            raise pa.ArrowInvalid(f"the offsets of column {name!r} do not span their bytes")
+        if offsets and base + len(data) > _MAX_OFFSET:  # `_batches` splits runs before
+            raise pa.ArrowInvalid(f"column {name!r} would hold over {_MAX_OFFSET} bytes")
+        offsets.append(starts[1:] + base if offsets else starts)
+        base += len(data)
+    buffers = [None, pa.py_buffer(np.concatenate(offsets)),
+               pa.py_buffer(b"".join(data for _, data in values))]  # fmt: skip
+    return pa.Array.from_buffers(pa.string(), n, buffers)
+
+
+def _batches(parts: Sequence[Columns], schema: pa.Schema) -> list[pa.RecordBatch]:
+    """`_batch`es of runs of these parts, each within the int32 offsets of a string column."""
+    out: list[pa.RecordBatch] = []
+    run: list[Columns] = []
+    size = 0
+    for p in parts:
+        held = max((len(v[1]) for v in p.values if isinstance(v, tuple)), default=0)
+        if run and size + held > _MAX_OFFSET:
+            out.append(_batch(run, schema))
+            run, size = [], 0
+        run.append(p)
+        size += held
+    if run:
+        out.append(_batch(run, schema))
+    return out
 
 
 _HEX: list[pa.Array] = [pa.array([], pa.string())]  # "00000000", "00000001"…, grown as needed
@@ -309,28 +352,29 @@ def _hex(places: np.ndarray) -> pa.Array:
     return _HEX[0].take(pa.array(places, pa.int64()))
 
 
-def _rows(graphs: Sequence[FileGraph], batches: Sequence[pa.RecordBatch | None],
+def _rows(graphs: Sequence[FileGraph], columns: Sequence[Columns | None], schema: pa.Schema,
           prefix: str | None, first: int) -> pa.Table | None:  # fmt: skip
-    """The rows of these files' batches with what ties them to their version: the id
+    """The rows of these files' columns with what ties them to their version: the id
     (prefix, version, place) or, without a prefix, the place, then path, version,
     language and the chunk holding the row's first line (the last chunk starting at or
     before it; chunks tile a file's non-blank lines, and a tag starts on a non-blank one)."""
-    held = [(g, b) for g, b in zip(graphs, batches, strict=True) if b is not None and b.num_rows]
+    held = [(g, c) for g, c in zip(graphs, columns, strict=True) if c is not None and c.rows]
     if not held:
         return None
-    counts = [b.num_rows for _, b in held]
-    table = pa.Table.from_batches([b for _, b in held])
+    counts = [c.rows for _, c in held]
+    table = pa.Table.from_batches(_batches([c for _, c in held], schema))
     owner = pa.array(np.repeat(np.arange(len(held)), counts))
     version = pa.array([g.version for g, _ in held]).take(owner)
-    line = "line" if "line" in table.column_names else "start_line"
+    lines = table.column("line" if "line" in table.column_names else "start_line").to_numpy()
+    ends = np.cumsum(counts)
     chunk_ids: list[str] = []
     at: list[np.ndarray] = []
-    for (g, b), n in zip(held, counts, strict=True):
+    for (g, _), n, end in zip(held, counts, ends, strict=True):
         if not g.chunks:
             at.append(np.full(n, -1))
             continue
         starts = np.array([start for _, start, _ in g.chunks])
-        where = np.searchsorted(starts, b.column(line).to_numpy(), side="right") - 1
+        where = np.searchsorted(starts, lines[end - n : end], side="right") - 1
         at.append(np.maximum(where, 0) + len(chunk_ids))
         chunk_ids.extend(cid for cid, _, _ in g.chunks)
     picks = np.concatenate(at)

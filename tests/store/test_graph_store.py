@@ -76,9 +76,15 @@ def test_the_graph_is_stored_with_the_chunks_and_reads_back_as_extracted(repo: P
     assert not any(store.desync().values())
 
 
-def test_names_beyond_ascii_and_declarations_read_back_as_extracted(tmp_path: Path) -> None:
-    """The row form is Arrow's buffers built by hand: multi-byte names, docs and
-    qualifiers, and the flag of a declaration without a body, come back as written."""
+@pytest.mark.parametrize("max_bytes", [2**31 - 1, 40])
+def test_names_beyond_ascii_and_declarations_read_back_as_extracted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_bytes: int
+) -> None:
+    """The row form is Arrow's buffers built by hand and joined across a batch's files:
+    multi-byte names, docs and qualifiers, and the flag of a declaration without a body,
+    come back as written, also when a column's bytes are split over several record
+    batches (`max_bytes`: what one string array may hold)."""
+    monkeypatch.setattr("memserver.store.graph._MAX_OFFSET", max_bytes)
     files = {
         "größe.py": (
             'def grüße(name: "Straße") -> str:\n    """Grüßt — höflich."""\n'
@@ -106,13 +112,16 @@ def test_row_buffers_that_do_not_hold_together_are_refused() -> None:
 
     tags = extract_tags("a.py", "def f():\n    return g(1)\n", "python")
     good = graph_part(tags).references
-    assert good is not None and _batch(good, REF_OWN_SCHEMA) is not None
+    assert good is not None and _batch([good, good], REF_OWN_SCHEMA).num_rows == 2 * good.rows
     at = [name for name, _ in REF_OWN].index("name")
     offsets, data = good.values[at]  # type: ignore[misc]
-    for broken in ((offsets, data[:-1]), (offsets, b"\xc3" + data[1:])):
-        values = (*good.values[:at], broken, *good.values[at + 1 :])
-        with pytest.raises(pa.ArrowInvalid):
-            _batch(Columns(good.rows, values), REF_OWN_SCHEMA)
+    # past their bytes, short of them (the next file's strings would be read shifted), a
+    # character cut in two
+    for broken in ((offsets, data[:-1]), (offsets, data + b"x"), (offsets, b"\xc3" + data[1:])):
+        bad = Columns(good.rows, (*good.values[:at], broken, *good.values[at + 1 :]))
+        for parts in ([good, bad], [bad, good]):
+            with pytest.raises(pa.ArrowInvalid):
+                _batch(parts, REF_OWN_SCHEMA)
 
 
 def test_a_new_graph_version_tags_every_file_again_and_keeps_the_vectors(
