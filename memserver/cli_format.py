@@ -131,6 +131,9 @@ def print_index_report(r: IndexReport) -> None:
         paths = sorted(r.masked)
         shown = ", ".join(paths[:5]) + (f" … (+{len(paths) - 5})" if len(paths) > 5 else "")
         out.print(f"  secrets masked: {masked_summary(r.masked)}: {shown}", markup=False)
+    if r.recut:
+        out.print("  every file cut again: the chunker, its [chunking] settings or the code "
+                  "graph's extraction changed since the index was built")  # fmt: skip
     if r.repaired:
         out.print(f"  [yellow]repaired {r.repaired} entries (left by an interrupted run, "
                   "or missing from an index an older memserver wrote)[/]")  # fmt: skip

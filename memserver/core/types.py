@@ -283,6 +283,9 @@ class IndexReport:
     seconds_embedding: float = 0.0
     embedder: str = ""
     repaired: int = 0  # rows fixed by reconciliation after an interrupted run
+    # every file cut (and tagged) again: the chunker, its settings or the code graph's
+    # extraction changed since the index was built
+    recut: bool = False
     # keyword indexes written again at the end, half of their documents being deleted ones
     keyword_rewritten: list[str] = field(default_factory=list)
     vectors_pending: str = ""  # why embedding stopped (the model cannot be loaded), and the fix
@@ -324,6 +327,7 @@ class IndexReport:
             "seconds_embedding": round(self.seconds_embedding, 3),
             "embedder": self.embedder,
             "repaired": self.repaired,
+            "recut": self.recut,
             "keyword_rewritten": list(self.keyword_rewritten),
             "vectors_pending": self.vectors_pending,
             "masked_total": self.masked_total,

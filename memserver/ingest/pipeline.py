@@ -502,8 +502,11 @@ class Indexer:
         started = time.monotonic()
         store = self.store
         try:
-            if store.dirty if trust_marker else store.needs_reconcile():
-                report.repaired = store.reconcile()
+            # re-cutting every file (another chunker or graph version): its graph is new
+            graph = not self.rechunk
+            report.recut = self.rechunk and only is None
+            if store.dirty if trust_marker else store.needs_reconcile(graph):
+                report.repaired = store.reconcile(graph)
             with store.writing():
                 plan = self.plan(files, report, only)
                 self.store_chunks(plan, report, partial=only is not None)

@@ -535,7 +535,9 @@ class IndexStore:
 
     # -- reconciliation --------------------------------------------------------------
 
-    def needs_reconcile(self) -> bool:
+    def needs_reconcile(self, graph: bool = True) -> bool:
+        """Whether the stores seem not to agree (`graph=False`: leave the code graph out,
+        see `reconcile`)."""
         if self.dirty:
             return True
         files = self.chunks.count_current(origin="file")
@@ -545,7 +547,7 @@ class IndexStore:
             files == referenced
             and self.chunks.count_current() == self.keyword.count("chunk")
             and self.memories.count_searchable() == self.keyword.count("memory")
-            and graphsync.agrees(manifest, self.graph)
+            and (not graph or graphsync.agrees(manifest, self.graph))
             and self.files.count() == self.file_keyword.count("file")
         )
 
@@ -583,18 +585,22 @@ class IndexStore:
         *_, searchable = self._memory_plan()
         return self.memories.get(sorted(searchable))
 
-    def reconcile(self) -> int:
+    def reconcile(self, graph: bool = True) -> int:
         """Make LanceDB, tantivy and the manifest agree; return how many ids were fixed.
 
         The manifest is the truth for which files are done. Rows no manifest entry
         references are closed; a manifest entry whose rows are missing is dropped so
         its file is indexed again; tantivy is made to hold exactly the current rows.
+        `graph=False` (a run that cuts and tags every file again, after the chunker or
+        the code graph changed: no stored graph version is the current one of its file,
+        and none need be) only drops the graph versions a write cut short; a later run
+        reconciles the rest.
         """
         with self.writing():
-            return self._reconcile()
+            return self._reconcile(graph)
 
-    def _reconcile(self) -> int:
-        fixed = self._reconcile_graph_rows()
+    def _reconcile(self, graph: bool = True) -> int:
+        fixed = self._reconcile_graph_rows(redo=graph)
         states = self.chunks.states(origin="file")
         manifest = self.files.read()
         referenced = {cid for rec in manifest.values() for cid in rec.chunk_ids}
@@ -628,21 +634,21 @@ class IndexStore:
             fixed += len(extra) + len(missing)
         return (
             fixed
-            + self._reconcile_graph_states()
+            + (self._reconcile_graph_states() if graph else 0)
             + self._reconcile_file_documents()
             + self._reconcile_memories()
         )
 
-    def _reconcile_graph_rows(self) -> int:
-        """Drop graph versions a write cut short, and the manifest entries of files whose
-        current version has no complete graph (their chunks, then unlisted, are closed
-        below, and the next run indexes them again)."""
+    def _reconcile_graph_rows(self, redo: bool = True) -> int:
+        """Drop graph versions a write cut short, and (`redo`) the manifest entries of files
+        whose current version has no complete graph (their chunks, then unlisted, are
+        closed below, and the next run indexes them again)."""
         plan = graphsync.plan(self.files.read(), self.graph)
         if plan.broken:
             self.graph.delete_versions(plan.broken)
-        if plan.redo:
+        if redo and plan.redo:
             self.files.write([], plan.redo)
-        return len(plan.broken) + len(plan.redo)
+        return len(plan.broken) + (len(plan.redo) if redo else 0)
 
     def _reconcile_graph_states(self) -> int:
         """The versions the (final) manifest names are current, every other one closed."""

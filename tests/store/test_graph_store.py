@@ -128,7 +128,8 @@ def test_a_new_graph_version_tags_every_file_again_and_keeps_the_vectors(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Extraction that changed (`GRAPH_VERSION` bumped) makes the next run pass every
-    unchanged file again: each gets its graph under the new version, its chunks stay."""
+    unchanged file again: each gets its graph under the new version, its chunks stay, and
+    the run reports what it did (every file cut again), not repairs nor chunks added."""
     from memserver.core import graph as core_graph
 
     engine = Engine(repo, None, embedder_flag="hashing", env={})
@@ -144,7 +145,10 @@ def test_a_new_graph_version_tags_every_file_again_and_keeps_the_vectors(
     }
     assert {c.id for c in store.chunks.find("valid_to IS NULL")} == chunks
     assert report.chunks_embedded == 0 and report.files_indexed == len(manifest)
+    assert (report.recut, report.repaired, report.chunks_added, report.chunks_removed) == (
+        True, 0, 0, 0)  # fmt: skip
     assert not store.needs_reconcile() and not any(store.desync().values())
+    assert not engine.index().recut  # the index records the new version
 
 
 def test_a_changed_file_closes_its_version_and_a_reverted_one_reopens_it(repo: Path) -> None:
