@@ -502,14 +502,16 @@ class Indexer:
         started = time.monotonic()
         store = self.store
         try:
-            # re-cutting every file (another chunker or graph version): its graph is new
-            graph = not self.rechunk
+            # cutting every file again (another chunker or graph version): the run writes
+            # every file's graph anew, and the graph's versions follow the manifest after it
             report.recut = self.rechunk and only is None
-            if store.dirty if trust_marker else store.needs_reconcile(graph):
-                report.repaired = store.reconcile(graph)
+            if store.dirty if trust_marker else store.needs_reconcile(not report.recut):
+                report.repaired = store.reconcile(not report.recut)
             with store.writing():
                 plan = self.plan(files, report, only)
                 self.store_chunks(plan, report, partial=only is not None)
+                if report.recut:
+                    report.repaired += store.reconcile_graph_states()
         finally:
             self.tagger.close()
         report.seconds_to_search = time.monotonic() - started
@@ -522,7 +524,10 @@ class Indexer:
             report.keyword_rewritten = store.maintain_after_run(self.keep_versions)
         elif optimize:  # an index from before the graph's lookup indexes gets them now
             store.graph.ensure_indexes()
-        store.finish_run(*self.git, self.chunker_id)
+        # a partial run cut only its files: the rest are still as the recorded chunker cut
+        # them (a later whole run cuts them again), unless no chunker was recorded yet
+        chunker = self.chunker_id if only is None or not store.meta.chunker else store.meta.chunker
+        store.finish_run(*self.git, chunker)
         report.seconds = time.monotonic() - started
         return report
 

@@ -288,7 +288,11 @@ def _batch(parts: Sequence[Columns], schema: pa.Schema) -> pa.RecordBatch:
             strings = cast(list[tuple[bytes, bytes]], values)
             arrays.append(_strings(f.name, rows, strings, n))
             continue
-        data = pa.py_buffer(b"".join(cast(list[bytes], values)))
+        fixed = cast(list[bytes], values)
+        width = 1 if f.type == pa.bool_() else f.type.byte_width
+        if any(len(v) != count * width for v, count in zip(fixed, rows, strict=True)):
+            raise pa.ArrowInvalid(f"a part's column {f.name!r} is not {width} bytes a row")
+        data = pa.py_buffer(b"".join(fixed))
         if f.type == pa.bool_():  # a byte per value
             arrays.append(pa.Array.from_buffers(pa.uint8(), n, [None, data]).cast(pa.bool_()))
         else:
@@ -306,8 +310,10 @@ def _strings(name: str, rows: Sequence[int], values: Sequence[tuple[bytes, bytes
     offsets: list[np.ndarray] = []
     base = 0
     for count, (held, data) in zip(rows, values, strict=True):
+        if len(held) != 4 * (count + 1):
+            raise pa.ArrowInvalid(f"column {name!r} has not {count + 1} offsets")
         starts = np.frombuffer(held, np.int32)
-        if len(starts) != count + 1 or starts[0] != 0 or starts[-1] != len(data):
+        if starts[0] != 0 or starts[-1] != len(data):
             raise pa.ArrowInvalid(f"the offsets of column {name!r} do not span their bytes")
         if offsets and base + len(data) > _MAX_OFFSET:  # `_batches` splits runs before
             raise pa.ArrowInvalid(f"column {name!r} would hold over {_MAX_OFFSET} bytes")

@@ -591,10 +591,10 @@ class IndexStore:
         The manifest is the truth for which files are done. Rows no manifest entry
         references are closed; a manifest entry whose rows are missing is dropped so
         its file is indexed again; tantivy is made to hold exactly the current rows.
-        `graph=False` (a run that cuts and tags every file again, after the chunker or
-        the code graph changed: no stored graph version is the current one of its file,
-        and none need be) only drops the graph versions a write cut short; a later run
-        reconciles the rest.
+        `graph=False` (before a run that cuts and tags every file again, after the
+        chunker or the code graph changed: no stored graph version is the current one of
+        its file, and none need be) only drops the graph versions a write cut short; the
+        run ends with `reconcile_graph_states`.
         """
         with self.writing():
             return self._reconcile(graph)
@@ -649,6 +649,13 @@ class IndexStore:
         if redo and plan.redo:
             self.files.write([], plan.redo)
         return len(plan.broken) + (len(plan.redo) if redo else 0)
+
+    def reconcile_graph_states(self) -> int:
+        """The code graph's versions the manifest names current, every other one closed
+        (what a run that wrote every file's graph anew ends with: a run cut short before it
+        may have left a version current, or half reopened); how many were fixed."""
+        with self.writing():
+            return self._reconcile_graph_states()
 
     def _reconcile_graph_states(self) -> int:
         """The versions the (final) manifest names are current, every other one closed."""

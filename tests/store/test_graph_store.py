@@ -115,10 +115,17 @@ def test_row_buffers_that_do_not_hold_together_are_refused() -> None:
     assert good is not None and _batch([good, good], REF_OWN_SCHEMA).num_rows == 2 * good.rows
     at = [name for name, _ in REF_OWN].index("name")
     offsets, data = good.values[at]  # type: ignore[misc]
-    # past their bytes, short of them (the next file's strings would be read shifted), a
-    # character cut in two
-    for broken in ((offsets, data[:-1]), (offsets, data + b"x"), (offsets, b"\xc3" + data[1:])):
-        bad = Columns(good.rows, (*good.values[:at], broken, *good.values[at + 1 :]))
+    line = [name for name, _ in REF_OWN].index("line")
+    lines = good.values[line]
+    assert isinstance(lines, bytes)
+    # offsets past their bytes, short of them (the next file's strings would be read
+    # shifted), one offset too few, a character cut in two; a number column one value
+    # long or short (the next file's values shifted)
+    for column, broken in (
+        (at, (offsets, data[:-1])), (at, (offsets, data + b"x")), (at, (offsets[:-4], data)),
+        (at, (offsets, b"\xc3" + data[1:])), (line, lines + lines[:4]), (line, lines[:-4]),
+    ):  # fmt: skip
+        bad = Columns(good.rows, (*good.values[:column], broken, *good.values[column + 1 :]))
         for parts in ([good, bad], [bad, good]):
             with pytest.raises(pa.ArrowInvalid):
                 _batch(parts, REF_OWN_SCHEMA)
@@ -149,6 +156,104 @@ def test_a_new_graph_version_tags_every_file_again_and_keeps_the_vectors(
         True, 0, 0, 0)  # fmt: skip
     assert not store.needs_reconcile() and not any(store.desync().values())
     assert not engine.index().recut  # the index records the new version
+
+
+class _Killed(BaseException):
+    """A run stopped where a kill -9 would stop it (its writes so far stay)."""
+
+
+def _graph_agrees(store: IndexStore) -> None:
+    manifest = store.files.read()
+    assert _current(store) == {
+        path: file_version(path, r.content_hash, r.chunk_ids) for path, r in manifest.items()
+    }
+    assert not store.needs_reconcile() and not any(store.desync().values())
+
+
+def test_a_run_cutting_every_file_again_after_one_cut_short_leaves_no_stale_graph(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new graph version's run is killed after it wrote a new file's graph, before its
+    manifest entry; the file is gone by the next run (a re-cut run too): its graph must not
+    stay current (recall's graph arm would still find its definitions)."""
+    from memserver.core import graph as core_graph
+    from memserver.store.manifest import FileManifest
+
+    engine = _engine(repo)
+    engine.index()
+    (repo / "new.py").write_text("def helper():\n    return 1\n")
+    monkeypatch.setattr(core_graph, "GRAPH_VERSION", core_graph.GRAPH_VERSION + 1)
+    write = FileManifest.write
+
+    def killed(self: FileManifest, records: list, removed: list) -> None:  # type: ignore[type-arg]
+        if any(r.path == "new.py" for r in records):
+            raise _Killed
+        write(self, records, removed)
+
+    monkeypatch.setattr(FileManifest, "write", killed)
+    with pytest.raises(_Killed):
+        engine.index()
+    monkeypatch.setattr(FileManifest, "write", write)
+    (repo / "new.py").unlink()
+    assert engine.index().recut
+    store = engine.open_store()
+    assert store.graph.named(["helper"]) == []
+    _graph_agrees(store)
+
+
+def test_a_reopening_cut_short_is_finished_by_the_next_run(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Going back to an earlier graph version reopens its stored versions, `symbols` then
+    `refs`; a run killed between the two leaves file rows current over closed references,
+    and the next run (cutting every file again too) must reopen them."""
+    from memserver.core import graph as core_graph
+    from memserver.store import lancedb as ldb
+
+    engine = _engine(repo)
+    engine.index()
+    refs = engine.open_store().graph.count_current()
+    version = core_graph.GRAPH_VERSION
+    monkeypatch.setattr(core_graph, "GRAPH_VERSION", version + 1)
+    engine.index()
+    monkeypatch.setattr(core_graph, "GRAPH_VERSION", version)
+    update = ldb.update_where
+
+    def killed(table: ldb.Table, where: str, values: dict) -> None:  # type: ignore[type-arg]
+        if table.name == "refs" and "valid_to" in values and values["valid_to"] is None:
+            raise _Killed
+        update(table, where, values)
+
+    monkeypatch.setattr(ldb, "update_where", killed)
+    with pytest.raises(_Killed):
+        engine.index()
+    monkeypatch.setattr(ldb, "update_where", update)
+    assert engine.index().recut
+    store = engine.open_store()
+    assert store.graph.count_current() == refs
+    _graph_agrees(store)
+
+
+def test_a_partial_run_after_new_chunking_settings_leaves_the_rest_to_a_whole_run(
+    repo: Path,
+) -> None:
+    """New `[chunking]` settings, then a watcher's run over one changed file: the other
+    files are still cut the old way, so the next whole run must cut them again (the partial
+    run does not record the new settings as the index's)."""
+    from memserver.core.types import PathSet
+
+    _engine(repo).index()
+    engine = Engine(repo, None, embedder_flag="none",
+                    env={"MEMSERVER_CHUNKING_MIN_TOKENS": "1"})  # fmt: skip
+    (repo / "pkg/util.py").write_text("def backoff(request):\n    return [request, 1]\n")
+    only = PathSet(["pkg/util.py"])
+    store = engine.writable_store(False)
+    report = IndexReport(root=str(repo), index_dir=str(engine.index_dir))
+    partial = engine.run_index(store, engine.walk(only), report, git=("", ""), only=only)
+    assert partial.files_indexed == 1 and not partial.recut
+    report = engine.index()
+    assert report.recut and report.files_indexed == len(engine.open_store().files.read())
+    assert not engine.index().recut
 
 
 def test_a_changed_file_closes_its_version_and_a_reverted_one_reopens_it(repo: Path) -> None:
