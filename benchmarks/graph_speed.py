@@ -7,7 +7,7 @@ timed in-process (CPU seconds of this process, best of --repeat runs each: the m
 other work moves wall-clock times around far more):
 
 - chunk:          FileChunker.chunk on every file (the chunking half of the keyword phase)
-- chunk+tags:     FileChunker.chunk, then indexers.chunking.tag_file (tags with their own
+- chunk+tags:     FileChunker.chunk, then indexers.tagfile.tag_file (tags with their own
                   parse, as the indexer makes them in a worker process or, on small runs,
                   in its own)
 - tags (reparse): extract_tags on every file with its own parse, for comparison
@@ -34,7 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from indexers.chunking import CODE_LANGUAGES, FileChunker, tag_file
+from indexers.chunking import CODE_LANGUAGES, FileChunker
+from indexers.tagfile import tag_file
 from indexers.treesitter.tags import extract_tags, parse
 from indexers.walk import walk
 from memserver.core.types import ChunkOptions
@@ -83,7 +84,7 @@ def measure(tree: Path, repeat: int, index: bool) -> dict:
         chunker = FileChunker(options, Cl100kCounter())
         for path, text, language in files:
             chunker.chunk(path, text, language)
-            tag_file(path, text, language, options)
+            tag_file(path, text, language, options.max_parse_bytes)
 
     def tags_all() -> None:
         for path, text, language in code:

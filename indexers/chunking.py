@@ -16,12 +16,11 @@ import contextlib
 from dataclasses import replace
 
 from indexers.markdown import markdown_pieces
+from indexers.tagfile import skip_parse_reason, tag_file
 from indexers.text import Lines, Piece, merge_tiny, text_pieces, tiling_problem, to_drafts
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
-from indexers.treesitter import code_pieces
-from indexers.treesitter.chunker import ERROR_SHARE_LIMIT
-from indexers.treesitter.definitions import error_share
-from indexers.treesitter.tags import extract_tags, parse
+from indexers.treesitter.chunker import code_pieces
+from indexers.treesitter.tags import extract_tags
 from memserver.core.graph import FileTags
 from memserver.core.protocols import TokenCounter
 from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
@@ -29,9 +28,6 @@ from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
 # Bump when a change to the chunkers changes their output: indexes re-chunk every file.
 CHUNKER_VERSION = 3
-# Minified code: definitions cannot be cut at line granularity, so skip the parse.
-_MINIFIED_BYTES = 64_000
-_MINIFIED_LINE = 1_000
 
 
 class FileChunker:
@@ -49,7 +45,7 @@ class FileChunker:
         if not tags:
             return result
         if not found:  # no tree to read them from (no parse, or cutting failed): as tag_file
-            found.append(tag_file(path, text, language, self._options))
+            found.append(tag_file(path, text, language, self._options.max_parse_bytes))
         return replace(result, tags=found[0])
 
     def _guarded(self, path: str, text: str, language: str, tags: list[FileTags] | None
@@ -87,7 +83,7 @@ class FileChunker:
         (as `tag_file` makes them: the same parse, the same C++ retry, none on failure)."""
         options = self._options
         source = text.encode("utf-8", "replace")
-        reason = _skip_parse_reason(lines.blank, source, options)
+        reason = skip_parse_reason(lines.blank, source, options.max_parse_bytes)
         if reason is None:
             used = language
             pieces, note, tree = code_pieces(lines, source, language, options)
@@ -114,37 +110,6 @@ class FileChunker:
             return ChunkResult(
                 _bare_windows(path, text, language, self._options), f"{reason}; {exc}"[:800]
             )
-
-
-def tag_file(path: str, text: str, language: str, options: ChunkOptions) -> FileTags:
-    """The code graph's tags of one file, from a parse made as the chunker makes its own:
-    none for a file the chunker does not parse (not code, over the parse cap, minified) or
-    whose parse it rejects (too many syntax errors, in C and then C++). A function of its
-    arguments only, so a worker process can run it beside the chunker. Never raises."""
-    if language not in CODE_LANGUAGES:
-        return FileTags(path, language)
-    try:
-        source = text.encode("utf-8", "replace")
-        blank = tuple(not row.strip() for row in text.split("\n"))
-        if _skip_parse_reason(blank, source, options) is not None:
-            return FileTags(path, language)
-        for used in (language, "cpp") if language == "c" else (language,):
-            tree = parse(text, used, source)
-            if error_share(tree.root_node, blank) <= ERROR_SHARE_LIMIT:
-                return extract_tags(path, text, used, tree)
-    except Exception:  # the edge, as in `chunk`: a failure leaves the file without tags
-        pass
-    return FileTags(path, language)
-
-
-def _skip_parse_reason(blank: tuple[bool, ...], source: bytes, options: ChunkOptions
-                       ) -> str | None:  # fmt: skip
-    if len(source) > options.max_parse_bytes:
-        return f"file is {len(source)} bytes, over max_parse_bytes ({options.max_parse_bytes})"
-    nonblank = max(1, sum(1 for b in blank if not b))
-    if len(source) > _MINIFIED_BYTES and len(source) / nonblank > _MINIFIED_LINE:
-        return f"minified code (lines average {len(source) // nonblank} bytes)"
-    return None
 
 
 def _bare_windows(

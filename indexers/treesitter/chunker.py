@@ -8,17 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from indexers.text import Lines, Piece
-from indexers.treesitter.definitions import error_share, find_definitions
+from indexers.treesitter.definitions import ERROR_SHARE_LIMIT, error_share, find_definitions
 from indexers.treesitter.registry import grammar
 from indexers.treesitter.split import Emitter, Scope
 from memserver.core.types import ChunkOptions
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
-
-# tree-sitter recovers from errors, so a few ERROR nodes still leave good definitions; past
-# this share of non-blank lines inside ERROR nodes the file is not really this language.
-ERROR_SHARE_LIMIT = 0.3
 
 
 def code_pieces(
@@ -52,4 +48,4 @@ def code_pieces(
     return pieces, note, tree
 
 
-__all__ = ["ERROR_SHARE_LIMIT", "code_pieces"]
+__all__ = ["code_pieces"]

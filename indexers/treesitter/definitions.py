@@ -19,6 +19,10 @@ from typing import Any
 Node = Any  # tree_sitter.Node; kept loose so this module imports without tree-sitter
 
 _ATTACHED = ("comment", "decorator", "attribute", "annotation")
+# tree-sitter recovers from errors, so a few ERROR nodes still leave good definitions; past
+# this share of non-blank lines inside ERROR nodes (`error_share`) the file is not really
+# this language.
+ERROR_SHARE_LIMIT = 0.3
 
 
 @dataclass(frozen=True, slots=True)

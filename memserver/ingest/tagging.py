@@ -1,9 +1,9 @@
 """The code graph's tags of an index run's files, made beside the chunker.
 
-Tagging a file (parse, the tags query, nesting and local names: `indexers.chunking.
+Tagging a file (parse, the tags query, nesting and local names: `indexers.tagfile.
 tag_file`) costs about as much CPU as chunking it and writing its chunks and keyword
-documents, so a run with enough code hands it to a worker process (this module's
-`serve_stdio`, fed through a pipe): this process chunks and writes while the worker tags,
+documents, so a run with enough code hands it to a worker process (`ingest.tagworker`,
+fed through a pipe): this process chunks and writes while the worker tags,
 and takes each file's tags, already in the store's row form (Arrow's buffers as bytes, not
 objects), when its batch is committed. A small run (the watcher's saves, a few changed
 files, a small project: under `MIN_CHARS` of code) tags here, where a worker's start would
@@ -13,9 +13,9 @@ a worker's start is only more work for the same cores): what the cores did latel
 
 The worker is a plain child process, not a multiprocessing one: those re-import the
 caller's main script (a user's script without a `__main__` guard would run again in the
-worker). It runs isolated (`python -I`) with this process's import path, so it loads the
-modules this process loaded and nothing from the folder it starts in (a project being
-indexed is never imported). Whatever happens to it (it cannot start, it dies, a file
+worker). It runs isolated (`python -I`) with this process's import path, so it loads
+these modules and nothing from the folder it starts in (a project being indexed is never
+imported). Whatever happens to it (it cannot start, it dies, a file
 breaks it), the files it has not answered for are tagged here: a run never loses its graph
 to the worker; when this process goes, the worker reads the end of its input and leaves.
 """
@@ -32,16 +32,13 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import IO
 
-from indexers.chunking import tag_file
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core import cpuload
-from memserver.core.graph import FileTags
 from memserver.core.types import ChunkOptions
-from memserver.store.graphpart import graph_part
+from memserver.ingest.tagworker import Job, rows
 
-__all__ = ["MIN_CHARS", "Tagger", "serve_stdio"]
+__all__ = ["MIN_CHARS", "Tagger"]
 
 _CHUNK = 8  # files per message to and from the worker
 # Below this much code a worker costs more than it saves: its start (~0.2 s) and its tags
@@ -59,15 +56,6 @@ MIN_CHARS = 300_000
 _SPARE_CORES = 0.5
 _WINDOW_S = 10.0
 _LOADAVG = getattr(os, "getloadavg", None)  # none on Windows
-
-Job = tuple[str, str, str]  # (path, text, language)
-
-
-def _rows(job: Job, options: ChunkOptions) -> object:
-    path, text, language = job
-    if language not in CODE_LANGUAGES:
-        return graph_part(FileTags(path, language))
-    return graph_part(tag_file(path, text, language, options))
 
 
 class Tagger:
@@ -184,7 +172,7 @@ class Tagger:
                         continue
                     worker.stop()
                     worker = None  # gone: this file and the rest are tagged here
-                yield _rows(f, self.options)
+                yield rows(f, self.options.max_parse_bytes)
         finally:
             if worker is not None:
                 worker.stop()
@@ -195,7 +183,7 @@ _GONE = object()
 
 _BOOT = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-    "from memserver.ingest.tagging import serve_stdio; serve_stdio()"
+    "from memserver.ingest.tagworker import serve_stdio; serve_stdio()"
 )
 
 
@@ -244,7 +232,8 @@ class _Worker:
         assert pipe is not None
         with contextlib.suppress(OSError, ValueError), pipe:  # the worker went: it is known
             for at in range(0, len(jobs), _CHUNK):
-                pickle.dump((options, jobs[at : at + _CHUNK]), pipe, pickle.HIGHEST_PROTOCOL)
+                message = (options.max_parse_bytes, jobs[at : at + _CHUNK])
+                pickle.dump(message, pipe, pickle.HIGHEST_PROTOCOL)
             pipe.flush()
 
     def next(self) -> object:
@@ -265,29 +254,3 @@ class _Worker:
             if pipe is not None and not pipe.closed:
                 with contextlib.suppress(OSError, ValueError):
                     pipe.close()
-
-
-def _serve(source: IO[bytes], sink: IO[bytes]) -> None:
-    """The worker's loop: a chunk of jobs in, their tags out, until the input ends."""
-    parent = os.getppid()
-    while True:
-        try:
-            options, jobs = pickle.load(source)
-        except EOFError:
-            return
-        answers = []
-        for job in jobs:
-            if os.getppid() != parent:  # the indexing process is gone (killed): so are we
-                return
-            answers.append(_rows(job, options))
-        pickle.dump(answers, sink, pickle.HIGHEST_PROTOCOL)
-        sink.flush()
-
-
-def serve_stdio() -> None:
-    """The worker process: jobs on stdin, answers on (a copy of) stdout."""
-    sink = os.fdopen(os.dup(1), "wb")  # the answers' channel, and nothing else
-    os.dup2(2, 1)  # whatever prints goes to stderr
-    sys.stdout = sys.stderr
-    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt), sink:
-        _serve(sys.stdin.buffer, sink)

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import indexers.treesitter.tags
 import memserver.core.graph
-from indexers.chunking import FileChunker, tag_file
+from indexers.chunking import FileChunker
+from indexers.tagfile import tag_file
 from indexers.treesitter import LANGUAGES
 from indexers.treesitter.registry import (
     _REGISTRY,
@@ -193,7 +194,7 @@ def test_chunk_symbols_are_the_graphs_qualified_names(name: str) -> None:
 def test_tag_file_tags_the_tree_the_chunker_cuts(name: str) -> None:
     text = (POLYGLOT / name).read_text(encoding="utf-8")
     language = CODE_FIXTURES[name]
-    tags = tag_file(name, text, language, ChunkOptions())
+    tags = tag_file(name, text, language, ChunkOptions().max_parse_bytes)
     cut = FileChunker(ChunkOptions(), RegexTokens()).chunk(name, text, language, tags=True)
     assert cut.fallback_reason is None
     assert tags == extract_tags(name, text, language, parse(text, language))
@@ -208,7 +209,7 @@ def test_tag_file_gives_no_tags_where_the_chunker_does_not_parse() -> None:
 
     def none_either_way(path: str, text: str, language: str, options: ChunkOptions) -> None:
         empty = FileTags(path, language)
-        assert tag_file(path, text, language, options) == empty
+        assert tag_file(path, text, language, options.max_parse_bytes) == empty
         assert FileChunker(options, RegexTokens()).chunk(path, text, language, True).tags == empty
 
     for text, language in [("# Title\n\nbody\n", "markdown"), ("a: 1\n", "yaml")]:
@@ -227,7 +228,7 @@ def test_a_cpp_header_named_dot_h_is_tagged_as_cpp() -> None:
     header = "namespace geo {\nclass Box {\n public:\n  double area() const;\n};\n}\n"
     for tags in (
         extract_tags("box.h", header, "c"),
-        tag_file("box.h", header, "c", ChunkOptions()),
+        tag_file("box.h", header, "c", ChunkOptions().max_parse_bytes),
         FileChunker(ChunkOptions(), RegexTokens()).chunk("box.h", header, "c", tags=True).tags,
     ):
         assert tags is not None
@@ -258,7 +259,8 @@ def test_never_raises_on_arbitrary_text(text: str, language: str) -> None:
     for r in tags.references:
         assert 1 <= r.line <= len(rows) and r.kind in REFERENCE_KINDS
     cut = FileChunker(ChunkOptions(), RegexTokens()).chunk("f", text, language, tags=True)
-    assert cut.tags == tag_file("f", text, language, ChunkOptions())  # one parse or two
+    # one parse or two
+    assert cut.tags == tag_file("f", text, language, ChunkOptions().max_parse_bytes)
 
 
 def test_public_surface() -> None:
@@ -286,4 +288,5 @@ def test_a_file_the_chunker_fails_to_cut_still_gets_tag_files_tags(
     monkeypatch.setattr(chunker_module, "find_definitions", broken)
     cut = FileChunker(ChunkOptions(), RegexTokens()).chunk(name, text, language, tags=True)
     assert cut.fallback_reason and "chunking failed" in cut.fallback_reason
-    assert cut.tags == tag_file(name, text, language, ChunkOptions()) and cut.tags.definitions
+    assert cut.tags == tag_file(name, text, language, ChunkOptions().max_parse_bytes)
+    assert cut.tags.definitions

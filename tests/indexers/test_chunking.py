@@ -505,9 +505,7 @@ def test_public_surface() -> None:
     assert indexers.chunking.__all__ == [
         "CHUNKER_VERSION", "CODE_LANGUAGES", "MARKDOWN_LANGUAGES", "FileChunker"
     ]  # fmt: skip
-    assert set(indexers.treesitter.__all__) == {
-        "ERROR_SHARE_LIMIT", "LANGUAGES", "MAX_DEPTH", "code_pieces", "grammar",
-    }  # fmt: skip
+    assert set(indexers.treesitter.__all__) == {"ERROR_SHARE_LIMIT", "LANGUAGES", "grammar"}
     languages = {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
                  "csharp", "ruby", "php", "bash", "kotlin", "swift", "scala", "lua", "zig",
                  "elixir"}  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from indexers.chunking import tag_file
+from indexers.tagfile import tag_file
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core import cpuload
 from memserver.core.types import ChunkOptions
@@ -52,7 +52,7 @@ _TAGGED: dict[tuple[str, str, str], object] = {}  # a job -> its tags made here 
 def _expected(files: list[tuple[str, str, str]]) -> list[object]:
     for job in files:
         if job not in _TAGGED:
-            _TAGGED[job] = graph_part(tag_file(*job, ChunkOptions()))
+            _TAGGED[job] = graph_part(tag_file(*job, ChunkOptions().max_parse_bytes))
     return [_TAGGED[job] for job in files]
 
 
