@@ -4,7 +4,9 @@ after a crash, forgotten and erased with their file, and checked by `doctor`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,6 +164,22 @@ class _Killed(BaseException):
     """A run stopped where a kill -9 would stop it (its writes so far stay)."""
 
 
+def _index_killed(engine: Engine, owner: object, name: str, at: Callable[..., bool]) -> None:
+    """`engine.index()` stopped (`_Killed`) at the first call of `owner.name` whose
+    arguments `at` holds, as a kill -9 there would stop it."""
+    real = getattr(owner, name)
+
+    def killed(*args: Any) -> Any:
+        if at(*args):
+            raise _Killed
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(owner, name, killed)
+        with pytest.raises(_Killed):
+            engine.index()
+
+
 def _graph_agrees(store: IndexStore) -> None:
     manifest = store.files.read()
     assert _current(store) == {
@@ -183,17 +201,12 @@ def test_a_run_cutting_every_file_again_after_one_cut_short_leaves_no_stale_grap
     engine.index()
     (repo / "new.py").write_text("def helper():\n    return 1\n")
     monkeypatch.setattr(core_graph, "GRAPH_VERSION", core_graph.GRAPH_VERSION + 1)
-    write = FileManifest.write
-
-    def killed(self: FileManifest, records: list, removed: list) -> None:  # type: ignore[type-arg]
-        if any(r.path == "new.py" for r in records):
-            raise _Killed
-        write(self, records, removed)
-
-    monkeypatch.setattr(FileManifest, "write", killed)
-    with pytest.raises(_Killed):
-        engine.index()
-    monkeypatch.setattr(FileManifest, "write", write)
+    _index_killed(
+        engine,
+        FileManifest,
+        "write",
+        lambda self, records, removed: any(r.path == "new.py" for r in records),
+    )
     (repo / "new.py").unlink()
     assert engine.index().recut
     store = engine.open_store()
@@ -217,17 +230,14 @@ def test_a_reopening_cut_short_is_finished_by_the_next_run(
     monkeypatch.setattr(core_graph, "GRAPH_VERSION", version + 1)
     engine.index()
     monkeypatch.setattr(core_graph, "GRAPH_VERSION", version)
-    update = ldb.update_where
-
-    def killed(table: ldb.Table, where: str, values: dict) -> None:  # type: ignore[type-arg]
-        if table.name == "refs" and "valid_to" in values and values["valid_to"] is None:
-            raise _Killed
-        update(table, where, values)
-
-    monkeypatch.setattr(ldb, "update_where", killed)
-    with pytest.raises(_Killed):
-        engine.index()
-    monkeypatch.setattr(ldb, "update_where", update)
+    _index_killed(
+        engine,
+        ldb,
+        "update_where",
+        lambda table, where, values: (
+            table.name == "refs" and "valid_to" in values and values["valid_to"] is None
+        ),
+    )
     assert engine.index().recut
     store = engine.open_store()
     assert store.graph.count_current() == refs
