@@ -2,10 +2,10 @@
 
 Tagging a file (parse, the tags query, nesting and local names: `indexers.tagfile.
 tag_file`) costs about as much CPU as chunking it and writing its chunks and keyword
-documents, so a run with enough code hands it to a worker process (`ingest.tagworker`,
-fed through a pipe): this process chunks and writes while the worker tags,
-and takes each file's tags, already in the store's row form (Arrow's buffers as bytes, not
-objects), when its batch is committed. A small run (the watcher's saves, a few changed
+documents, so a run with enough code hands it to a worker process (`ingest.tagworker`, fed
+through a pipe): this process chunks and writes while the worker tags, and takes each
+file's tags, already in the store's row form (Arrow's buffers as bytes, not objects), when
+its batch is committed. A small run (the watcher's saves, a few changed
 files, a small project: under `MIN_CHARS` of code) tags here, where a worker's start would
 cost more than it saves; so does a run on a machine whose cores have no time for it (there
 a worker's start is only more work for the same cores): what the cores did lately says so
@@ -15,9 +15,9 @@ The worker is a plain child process, not a multiprocessing one: those re-import 
 caller's main script (a user's script without a `__main__` guard would run again in the
 worker). It runs isolated (`python -I`) with this process's import path, so it loads
 these modules and nothing from the folder it starts in (a project being indexed is never
-imported). Whatever happens to it (it cannot start, it dies, a file
-breaks it), the files it has not answered for are tagged here: a run never loses its graph
-to the worker; when this process goes, the worker reads the end of its input and leaves.
+imported). Whatever happens to it (it cannot start, it dies, a file breaks it), the files
+it has not answered for are tagged here: a run never loses its graph to the worker; when
+this process goes, the worker reads the end of its input and leaves.
 """
 
 from __future__ import annotations
