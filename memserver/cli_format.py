@@ -133,7 +133,7 @@ def print_index_report(r: IndexReport) -> None:
         out.print(f"  secrets masked: {masked_summary(r.masked)}: {shown}", markup=False)
     if r.recut:
         out.print("  every file cut again: the chunker, its [chunking] settings or the code "
-                  "graph's extraction changed since the index was built")  # fmt: skip
+                  "graph's extraction changed since the index was built", markup=False)  # fmt: skip
     if r.repaired:
         out.print(f"  [yellow]repaired {r.repaired} entries (left by an interrupted run, "
                   "or missing from an index an older memserver wrote)[/]")  # fmt: skip

@@ -47,3 +47,13 @@ def test_recall_prints_control_characters_of_indexed_files_visibly(tmp_path: Pat
     assert "show_banner_title" in result.stdout
     assert "\\x1b[2J\\x1b]0;pwned\\x07" in result.stdout
     assert not any(c in result.stdout for c in "\x1b\x07\x9b")
+
+
+def test_an_index_run_that_cut_every_file_again_says_which_settings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The section's name is printed as written, not read as console markup."""
+    from memserver.core.types import IndexReport
+
+    cli_format.print_index_report(IndexReport(root="r", index_dir="i", recut=True))
+    assert "its [chunking] settings" in capsys.readouterr().out
