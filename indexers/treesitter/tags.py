@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from indexers.treesitter.definitions import end_line
-from indexers.treesitter.registry import LANGUAGES, grammar, tags_queries
+from indexers.treesitter.registry import LANGUAGES, tags_queries
+from indexers.treesitter.registry import language as _language
 from memserver.core.graph import (
     CLASS_KINDS,
     Definition,
@@ -68,7 +69,7 @@ def parse(text: str, language: str, source: bytes | None = None) -> Tree:
 
     if source is None:
         source = text.encode("utf-8", "replace")
-    return Parser(grammar(language).language).parse(source)
+    return Parser(_language(language)).parse(source)
 
 
 def extract_tags(path: str, text: str, language: str, tree: Tree | None = None) -> FileTags:
