@@ -18,9 +18,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Refused", "read_bytes", "read_regular_file", "unreadable"]
+__all__ = ["Refused", "changed_on_disk", "read_bytes", "read_regular_file", "unreadable"]
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _FILE_FLAGS = (
@@ -94,6 +95,24 @@ def read_bytes(root_real: str, path: str, cap: int) -> bytes | Refused:
         return Refused(unreadable(exc))
     finally:
         os.close(fd)
+
+
+def changed_on_disk(root: str | os.PathLike[str], path: str, size: int, mtime_ns: int,
+                    digest: Callable[[bytes], str], indexed: str) -> bool:  # fmt: skip
+    """Whether the file at `path` (relative to `root`) differs from what was indexed: one
+    stat, and its content hashed (`digest`) only when size or mtime moved, so a touched but
+    unchanged file is not reported; read as every read is (a file turned into a link to a
+    device must not make a recall read without end). The path is joined as a string: a
+    `pathlib` path interns its parts, and a long-lived server's interned-string table only
+    grows (recall's stale check once made it resize by 1.8 MB)."""
+    try:
+        st = os.stat(os.path.join(root, path))
+    except OSError:  # deleted or unreadable since indexing
+        return True
+    if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
+        return False
+    found = read_bytes(os.path.realpath(root), path, max(size, st.st_size))
+    return isinstance(found, Refused) or digest(found) != indexed
 
 
 def read_regular_file(path: str, cap: int) -> bytes | Refused:

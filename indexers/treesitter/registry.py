@@ -185,5 +185,12 @@ def _strip_comments(piece: str) -> str:
     return "\n".join(lines).strip()
 
 
-__all__ = ["LANGUAGES", "Grammar", "TagsQueries", "grammar", "language", "query_text",
-           "tags_queries"]
+__all__ = [
+    "LANGUAGES",
+    "Grammar",
+    "TagsQueries",
+    "grammar",
+    "language",
+    "query_text",
+    "tags_queries",
+]

@@ -8,12 +8,11 @@ only when size or mtime moved). Scopes do not apply: code is project-wide.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from indexers.ignore import path_matcher
-from indexers.read import Refused, read_bytes
+from indexers.read import changed_on_disk
 from memserver.core.errors import BadRequest
 from memserver.core.graph import REFERENCE_KINDS
 from memserver.core.ids import content_hash
@@ -153,8 +152,8 @@ class Navigator:
             held = seen.get(path)
             if held is None:
                 record = g.manifest.get(path)
-                held = seen[path] = record is not None and _changed(
-                    root, path, record.size, record.mtime_ns, record.content_hash
+                held = seen[path] = record is not None and changed_on_disk(
+                    root, path, record.size, record.mtime_ns, content_hash, record.content_hash
                 )
             return held
 
@@ -207,15 +206,3 @@ def _kinds(kinds: Sequence[str]) -> tuple[str, ...]:
             hint=f"use any of {', '.join(sorted(REFERENCE_KINDS))} ('call' for callers)",
         )
     return out
-
-
-def _changed(root: Path, rel: str, size: int, mtime_ns: int, digest: str) -> bool:
-    """Whether the file at `rel` differs from what was indexed (read safely, as recall)."""
-    try:
-        st = (root / rel).stat()
-    except OSError:
-        return True
-    if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
-        return False
-    found = read_bytes(os.path.realpath(root), rel, max(size, st.st_size))
-    return isinstance(found, Refused) or content_hash(found) != digest

@@ -7,7 +7,6 @@ is made on this path, except the optional query expansion.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexers.read import Refused, read_bytes
+from indexers.read import changed_on_disk
 from memserver.config import RecallSettings
 from memserver.core import render
 from memserver.core.errors import ModelUnavailable
@@ -392,7 +391,10 @@ class Recaller:
                 out.append(e)
                 continue
             if e.path not in changed:
-                changed[e.path] = _changed(self.root, e.path, *known)
+                size, mtime_ns, digest = known
+                changed[e.path] = changed_on_disk(
+                    self.root, e.path, size, mtime_ns, content_hash, digest
+                )
             out.append(replace(e, stale=True) if changed[e.path] else e)
         return tuple(out)
 
@@ -437,19 +439,6 @@ class Recaller:
 def _rough_count(text: str) -> int:
     """Without a tokenizer (tests of single stages): about four characters a token."""
     return len(text) // 4 + 1
-
-
-def _changed(root: Path, rel: str, size: int, mtime_ns: int, digest: str) -> bool:
-    """Whether the file at `rel` differs from what was indexed (read safely: a file turned
-    into a link to a device must not make recall read without end)."""
-    try:
-        st = (root / rel).stat()
-    except OSError:  # deleted or unreadable since indexing
-        return True
-    if (st.st_size, st.st_mtime_ns) == (size, mtime_ns):
-        return False
-    found = read_bytes(os.path.realpath(root), rel, max(size, st.st_size))
-    return isinstance(found, Refused) or content_hash(found) != digest
 
 
 def tests_after_code(evidence: list[Evidence], query: str, weight: float) -> list[Evidence]:
