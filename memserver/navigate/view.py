@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memserver.core.graph import Definition, FileTags, Reference, StoredFile
 from memserver.core.types import FileRecord
 from memserver.graph import MIN_CONFIDENCE, Candidate, SymbolTable, resolve
+from memserver.store.graphsync import versions_of
 from memserver.store.index import IndexStore
 
 __all__ = ["FileEntry", "GraphIndex", "GraphView", "RefAt"]
@@ -261,6 +262,23 @@ class GraphIndex:
         return sum(1 for name in names for at in self.refs_named(name) if not self.targets(at.ref))
 
 
+def _one_a_file(current: Iterable[tuple[str, str]], manifest: dict[str, FileRecord]
+                ) -> Iterator[tuple[str, str]]:  # fmt: skip
+    """(version, path) of the current versions a reading takes: one a file. A batch's
+    commit writes a file's new version before it closes the old one, so a reader between
+    the two (or after a run killed there, until it is repaired) finds both current: then
+    the one the manifest names, written last (until it moves the file is what it was),
+    else the first by version. Two versions of one file in a reading would mix their
+    definitions (a name found in one, looked up in the other)."""
+    named = versions_of(manifest)
+    chosen: dict[str, str] = {}
+    for version, path in sorted(current):
+        held = chosen.get(path)
+        if held is None or (version in named and held not in named):
+            chosen[path] = version
+    return ((v, p) for p, v in chosen.items())
+
+
 def _ref_chunks(s: StoredFile) -> Sequence[str]:
     return s.columns.chunk_id if s.columns is not None else s.reference_chunks
 
@@ -294,9 +312,15 @@ class GraphView:
         manifest = self.store.files.read()
         graph = self.store.graph
         if held is None:
-            return GraphIndex(graph.load(columns=True), manifest)
+            loaded = graph.load(columns=True)
+            chosen = {v for v, _ in _one_a_file(((s.version, s.tags.path) for s in loaded),
+                                                manifest)}  # fmt: skip
+            return GraphIndex([s for s in loaded if s.version in chosen], manifest)
         rows = graph.file_rows()
-        current = {r.path: v for v, r in rows.items() if r.current}
+        current = {
+            p: v
+            for v, p in _one_a_file(((v, r.path) for v, r in rows.items() if r.current), manifest)
+        }
         wanted = [v for p, v in current.items() if v not in held.versions]
         gone = [p for p in held.stored if p not in current]
         if not wanted and not gone:

@@ -475,3 +475,39 @@ def test_doctor_checks_and_repairs_the_graph(repo: Path) -> None:
     assert "code graph versions to reopen: 1" in sync.detail
     assert engine.doctor(repair=True).healthy
     assert engine.doctor().healthy
+
+
+def test_a_reading_between_a_files_two_graph_commits_takes_one_version(repo: Path) -> None:
+    """A batch writes a changed file's new graph version, then closes the old one: a
+    reader between the two (or after a run killed there) finds both current. It reads the
+    version the manifest names (written last), never a mix of the two: a name found in one
+    version and looked up in the other raised KeyError."""
+    from memserver.store.graph import GraphRows
+
+    engine = _engine(repo)
+    engine.index()
+    util = repo / "pkg" / "util.py"
+    util.write_text(util.read_text().replace("def backoff(", "def backoff_v2("))
+    real = GraphRows.set_current
+
+    def killed(self: GraphRows, versions: Any, current: bool) -> None:
+        if not current and versions:
+            raise _Killed
+        real(self, versions, current)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(GraphRows, "set_current", killed)
+        with pytest.raises(_Killed):
+            engine.index()
+    store = Engine(repo, None, embedder_flag="none", env={}).open_store()
+    rows = store.graph.file_rows(["pkg/util.py"])
+    assert sum(r.current for r in rows.values()) == 2  # the state the reader meets
+    reader = _engine(repo).navigator(store)
+    found = reader.symbols("backoff")  # what the manifest still says the file holds
+    assert [(s.path, s.stale) for s in found] == [("pkg/util.py", True)]
+    assert reader.symbols("backoff_v2") == []
+    assert "pkg/client.py" in {r.path for r in reader.references_of("backoff")[1]}
+    engine.index()  # repaired: the new version alone
+    reader = _engine(repo).navigator(store)
+    assert reader.symbols("backoff") == []
+    assert [(s.path, s.stale) for s in reader.symbols("backoff_v2")] == [("pkg/util.py", False)]
