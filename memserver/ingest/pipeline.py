@@ -394,14 +394,22 @@ class Indexer:
             reused = self.store.reuse_vectors(chunks=keys)
             self.progress.advance(len(reused))
             todo = [c for c in batch if c.id not in reused]
-            texts = [embed_text(c, self.code_chars) for c in todo]
+            # one text a key: the same code at two paths takes one vector, as a moved
+            # file's chunks do; embedded once each, the result would hang on which of
+            # them a run cut short had stored (a resumed run reuses it for the rest)
+            first: dict[str, Chunk] = {}
+            for c in todo:
+                first.setdefault(keys[c.id], c)
+            texts = [embed_text(c, self.code_chars) for c in first.values()]
             got = self._embed_once(texts, stop)
-            done = {todo[i].id: v for i, v in got.items()}
+            by_key = dict(zip(first, (got.get(i) for i in range(len(texts))), strict=True))
+            done = {c.id: v for c in todo if (v := by_key[keys[c.id]]) is not None}
+            self.progress.advance(len(done) - len(got))
             self.store.store_vectors(chunks=done, keys=keys)
             report.chunks_embedded += len(done) + len(reused)
             report.chunks_reused += len(reused)
             report.texts_embedded += len({texts[i] for i in got})
-            if len(got) < len(todo):  # stopped midway
+            if len(got) < len(texts):  # stopped midway
                 return False
             if len(batch) < size:  # that was the last of them
                 return True

@@ -44,6 +44,18 @@ def test_a_moved_file_keeps_its_chunks_vectors(tmp_path: Path) -> None:
     assert report.texts_embedded == report.memories_embedded - report.memories_reused
 
 
+def test_the_same_code_at_two_paths_is_embedded_once(tmp_path: Path) -> None:
+    """One vector a key, within a run as across runs: embedded once per path, the vectors
+    a run ended with would depend on which one a run cut short had stored before."""
+    body = SAMPLE["src/config.py"]
+    root = write_tree(tmp_path / "repo", {"a/config.py": body, "b/config.py": body})
+    report = _engine(root, "none").index()
+    a, b = _vectors(_engine(root), "a/config.py"), _vectors(_engine(root), "b/config.py")
+    assert a and a == b
+    assert report.chunks_embedded == 2 * len(a) and report.texts_embedded == len(a)
+    assert _engine(root).open_store().chunks.count_unembedded() == 0
+
+
 def test_a_moved_file_embeds_nothing_when_memories_share_their_chunks_vector(
     tmp_path: Path,
 ) -> None:
