@@ -147,11 +147,13 @@ class LiveIndex:
         )
 
     def housekeep(self) -> None:
-        """Compact the tables and drop old versions, and write a keyword index again when
-        half of it is deleted documents (call when `housekeeping_due`)."""
+        """Delete closed code graph versions past their share, compact the tables and drop
+        old versions, and write a keyword index again when half of it is deleted documents
+        (call when `housekeeping_due`)."""
         with self._lock:
             store = self.store
             with store.lock(self.engine.lock_timeout):
+                store.prune_graph()
                 store.housekeep(self.keep_versions)
                 rewritten = store.rewrite_keyword()
             self.commits_since_housekeeping = 0

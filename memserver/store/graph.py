@@ -15,7 +15,7 @@ are called by `IndexStore` only.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -148,6 +148,37 @@ class GraphRows:
             for table in (self.refs, self.symbols):
                 for batch in ldb.batches(versions):
                     ldb.delete_where(table, in_list("version", batch))
+
+    def prune(self, keep: Collection[str]) -> int:
+        """Delete the rows of closed versions, the longest closed first, once they
+        outnumber the current rows, down to half as many: a file saved again and again
+        closes a version of its whole graph each time (click's core.py: 2,500 rows a save)
+        and nothing else deleted them. A closed version only spares a run the write of a
+        file's graph when the file comes back as it was (its tags are made anyway).
+        `keep`: versions never deleted (the manifest's). How many versions went."""
+        columns = ["version", "valid_to", "definitions", "references"]
+        with lance_errors("read the code graph's files"):
+            t = ldb.scan(self.symbols, f"kind = {sql_quote(FILE)}", columns)
+        current = held = 0
+        closed: list[tuple[Any, str, int]] = []
+        for version, until, defs, refs in zip(*(t.column(c).to_pylist() for c in columns),
+                                              strict=True):  # fmt: skip
+            rows = 1 + (defs or 0) + (refs or 0)
+            if until is None:
+                current += rows
+            elif version not in keep:
+                closed.append((until, version, rows))
+                held += rows
+        if held <= current:
+            return 0
+        drop = []
+        for _until, version, rows in sorted(closed):
+            if held <= current // 2:
+                break
+            drop.append(version)
+            held -= rows
+        self.delete_versions(drop)  # `refs` first: a kill midway leaves them broken, repaired
+        return len(drop)
 
     # -- reads ---------------------------------------------------------------------------
 

@@ -511,3 +511,70 @@ def test_a_reading_between_a_files_two_graph_commits_takes_one_version(repo: Pat
     reader = _engine(repo).navigator(store)
     assert reader.symbols("backoff") == []
     assert [(s.path, s.stale) for s in reader.symbols("backoff_v2")] == [("pkg/util.py", False)]
+
+
+def _graph_rows(store: IndexStore) -> tuple[int, int]:
+    """(current, closed) rows of the code graph, both tables."""
+    defs, refs = store.graph.version_states()
+    files = store.graph.file_rows().values()
+    current = sum(r.current for r in files) + sum(c for c, _ in (*defs.values(), *refs.values()))
+    closed = sum(not r.current for r in files) + sum(c for _, c in (*defs.values(),
+                                                                     *refs.values()))  # fmt: skip
+    return current, closed
+
+
+def test_a_file_saved_again_and_again_leaves_closed_graph_versions_within_bounds(
+    repo: Path,
+) -> None:
+    """Each save closes a version of the file's whole graph: past the current rows, the
+    longest closed go, never one the manifest names; a version gone is written again when
+    its file comes back."""
+    engine = _engine(repo)
+    engine.index()
+    client = repo / "pkg" / "client.py"
+    first = client.read_text()
+    for n in range(12):
+        client.write_text(f"# save {n}\n{first}")
+        engine.index()
+        store = engine.open_store()
+        current, closed = _graph_rows(store)
+        assert closed <= current
+        _graph_agrees(store)
+    client.write_text(first)  # back to a version long deleted: written again
+    engine.index()
+    store = engine.open_store()
+    _graph_agrees(store)
+    reader = _engine(repo).navigator(store)
+    assert [s.path for s in reader.symbols("Client.send")] == ["pkg/client.py"]
+    assert "pkg/client.py" in {r.path for r in reader.references_of("backoff")[1]}
+
+
+def test_a_prune_killed_midway_is_repaired_by_the_next_run(repo: Path) -> None:
+    from memserver.store.graph import GraphRows
+
+    engine = _engine(repo)
+    engine.index()
+    client = repo / "pkg" / "client.py"
+    first = client.read_text()
+    for n in range(3):
+        client.write_text(f"# save {n}\n{first}")
+        engine.index()
+    client.write_text(f"# save again\n{first}")
+    real = GraphRows.delete_versions
+
+    def refs_only(self: GraphRows, versions: Any) -> None:
+        versions = sorted(set(versions))
+        for v in versions:
+            self.refs.delete(f"version = '{v}'")
+        raise _Killed  # before their symbols rows
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(GraphRows, "delete_versions", refs_only)
+        with pytest.raises(_Killed):
+            engine.index()
+    store = engine.open_store()
+    assert store.needs_reconcile()
+    engine.index()
+    store = engine.open_store()
+    _graph_agrees(store)
+    assert real is GraphRows.delete_versions
