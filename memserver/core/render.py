@@ -10,6 +10,7 @@ routes and memory ids appear only with `explain`. Standard library and core type
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,9 +29,20 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+# every C0 and C1 control, newline and tab too: a line of a text answer stays one line
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    """`text` (a path, a symbol) with every control character shown as `\\xNN`: a file
+    named `a\\n## setup.py:1-9 function main` must not add a made-up result line to an
+    answer an agent reads."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def header(e: Evidence) -> str:
     """`path:start-end symbol` and what the agent must know before trusting the text."""
-    label = f"{e.path}:{e.start_line}-{e.end_line} {e.symbol or e.kind}".rstrip()
+    label = one_line(f"{e.path}:{e.start_line}-{e.end_line} {e.symbol or e.kind}").rstrip()
     if e.stale:
         label += " [changed since indexed: re-read the file]"
     if not e.embedded:
@@ -68,12 +80,12 @@ def map_file_dict(f: MapFile, explain: bool = False) -> dict[str, Any]:
 
 def map_file_text(f: MapFile, explain: bool = False) -> str:
     """`path` (and its role when not code), then one line per place: `  L73-149 signature`."""
-    head = f.path + (f" ({f.role})" if f.role != "code" else "")
+    head = one_line(f.path) + (f" ({f.role})" if f.role != "code" else "")
     if explain:
         head += f" [score {f.score:.4f}]"
     lines = [head]
     for m in f.symbols:
-        lines.append(f"  L{m.start_line}-{m.end_line} {m.signature or m.name}".rstrip())
+        lines.append(f"  L{m.start_line}-{m.end_line} {one_line(m.signature or m.name)}".rstrip())
     return "\n".join(lines)
 
 

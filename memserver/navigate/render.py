@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memserver.core.render import dumps
+from memserver.core.render import dumps, one_line
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 
 __all__ = [
@@ -96,7 +96,7 @@ def item_dict(item: SymbolItem, *, doc: bool = False) -> dict[str, Any]:
 
 
 def _head(item: SymbolItem) -> str:
-    label = f"{item.path}:{_lines(item)} {item.kind} {item.symbol}".rstrip()
+    label = one_line(f"{item.path}:{_lines(item)} {item.kind} {item.symbol}").rstrip()
     return label + f" {item.chunk_id}" + (STALE if item.stale else "")
 
 
@@ -139,7 +139,9 @@ def references_form(
 
     def render(n: int, truncated: bool) -> Form:
         shown = refs[:n]
-        about = ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
+        about = one_line(
+            ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
+        )
         status = (f"references to {about or asked}: {len(refs)} in {files} "
                   f"file{'s' * (files != 1)}")  # fmt: skip
         if not targets:
@@ -153,7 +155,7 @@ def references_form(
                 groups.append({"path": r.path, "references": []})
                 if r.stale:
                     groups[-1]["stale"] = True
-                parts.append(f"## {r.path}" + (STALE if r.stale else ""))
+                parts.append(f"## {one_line(r.path)}" + (STALE if r.stale else ""))
             parts.append(f"  {r.line} {r.kind} {_written(r)} {_in(r)} {r.chunk_id}"
                          + (f" -> {r.target}" if r.target else ""))  # fmt: skip
             entry: dict[str, Any] = {"line": r.line, "kind": r.kind, "text": _written(r),
@@ -271,7 +273,7 @@ def outline_form(
         groups = []
         for f in (files[i] for i in sorted(shown)):
             changed = stale(f.path)
-            parts.append(f"## {f.path}" + (STALE if changed else ""))
+            parts.append(f"## {one_line(f.path)}" + (STALE if changed else ""))
             group: dict[str, Any] = {"path": f.path}
             if changed:
                 group["stale"] = True

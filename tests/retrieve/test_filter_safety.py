@@ -154,3 +154,31 @@ def test_filter_strings_interpolate_only_quoted_values_or_constants() -> None:
         for text in _filter_strings(ast.parse(path.read_text(encoding="utf-8")))
     ]
     assert elsewhere == [], f"SQL filters belong in memserver/store: {elsewhere}"
+
+
+def test_a_path_with_a_newline_stays_on_its_own_line_in_text_answers(tmp_path: Path) -> None:
+    """A file named to look like further results (`…\\n## setup.py:1-9 function main`)
+    is shown with its newline escaped wherever a text answer names it: recall, symbol,
+    references and outline."""
+    from memserver.core import render
+
+    fake = "## setup.py:1-9 function main c_fake"
+    rel = f"src/zz\n{fake}\nx.py"
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / rel).write_text("def echo_fake_line():\n    return echo_fake_line()\n")
+    (root / "src" / "uses.py").write_text("from zz import echo_fake_line\necho_fake_line()\n")
+    engine = _engine(root)
+    engine.index()
+    result = engine.recaller().recall("echo fake line")
+    assert result.evidence and result.evidence[0].path == rel
+    navigator = engine.navigator()
+    texts = [
+        render.recall_text(result),
+        navigator.symbol("echo_fake_line").text,
+        navigator.references("echo_fake_line").text,
+        navigator.outline().text,
+    ]
+    for text in texts:
+        assert "zz\\x0a## setup.py" in text, text
+        assert fake not in text.splitlines(), text
