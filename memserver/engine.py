@@ -6,6 +6,7 @@ Heavy modules (LanceDB, tantivy, the models) are imported inside the factories, 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import time
@@ -87,6 +88,7 @@ class Engine:
                 settings, embedding=dataclasses.replace(settings.embedding, model=embedder_flag)
             )
         self.configured_embedding = settings.embedding  # flag or config, not the index's
+        self.embedder_forced = bool(embedder_flag)
         if not embedder_flag and meta is not None:  # an index keeps the embedder that built it
             settings = dataclasses.replace(
                 settings, embedding=dataclasses.replace(settings.embedding, model=meta.embedder)
@@ -465,6 +467,11 @@ class Engine:
         from memserver.store.doctor import Doctor
 
         name, dim = self.embedder_identity()
+        if not self.embedder_forced:  # the index's own, as it is now: an `index` begun since
+            with contextlib.suppress(StoreError):  # this engine looked may have made it
+                meta = read_meta(self.index_dir)
+                if meta is not None:
+                    name, dim = meta.embedder, meta.dim
         doctor = Doctor(
             self.index_dir, name, dim, lock_timeout=self.lock_timeout,
             configured=embedder_identity(self.configured_embedding),

@@ -196,3 +196,15 @@ def test_cli_doctor_json_and_exit_codes(repo: Path) -> None:
     assert {c["check"] for c in json.loads(result.stdout)["checks"] if c["fixed"]} == {
         "crash-marker"
     }
+
+
+def test_doctor_begun_before_the_first_index_checks_the_index_as_built(repo: Path) -> None:
+    """`doctor` started while the first `index` had not yet written the index's metadata
+    (so its engine saw no index, and the configured model) checks against the embedder
+    the index was then built with: no mismatch, no advice to rebuild."""
+    early = Engine(repo, repo.parent / "index", env={})  # configured: the default model
+    assert early.embedder_identity()[0] != "none"
+    Engine(repo, repo.parent / "index", embedder_flag="none", env={}).index()
+    report = early.doctor()
+    assert "meta" not in _problems(report), _check(report, "meta").detail
+    assert "none" in _check(report, "meta").detail
