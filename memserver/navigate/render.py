@@ -13,8 +13,8 @@ from memserver.core.render import dumps, one_line
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 
 __all__ = [
-    "Navigation", "fit", "neighbours_form", "outline_form", "outline_sizes", "references_form",
-    "symbols_form",
+    "Navigation", "answer_items", "fit", "neighbours_form", "outline_form", "outline_sizes",
+    "references_form", "symbols_form",
 ]  # fmt: skip
 
 STALE = " [changed since indexed: re-read the file]"
@@ -132,13 +132,29 @@ def _in(r: RefItem) -> str:
     return f"in {e.kind} {e.symbol} ({_lines(e)})" if e is not None else "at top level"
 
 
+# An answer about a name (references, neighbours) lists the definitions it is about first,
+# at most this many (the rest counted), then its references or neighbours: its items are
+# those, then these (`answer_items`), so `fit` keeps it within the budget however many
+# definitions a name has (a bare `get` or `rows` names dozens).
+_NAMED = 5
+
+
+def answer_items(about: Sequence[SymbolItem], found: Sequence[object]) -> int:
+    """How many items `fit` cuts an answer about `about` listing `found` at."""
+    return min(len(about), _NAMED) + len(found)
+
+
+def _named(about: Sequence[SymbolItem], n: int) -> Sequence[SymbolItem]:
+    return about[: min(n, _NAMED)]
+
+
 def references_form(
     asked: str, targets: Sequence[SymbolItem], refs: Sequence[RefItem], uncertain: int
 ) -> Callable[[int, bool], Form]:
     files = len({r.path for r in refs})
 
     def render(n: int, truncated: bool) -> Form:
-        shown = refs[:n]
+        named, shown = _named(targets, n), refs[: max(0, n - _NAMED)]
         about = one_line(
             ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
         )
@@ -170,9 +186,11 @@ def references_form(
                 entry["target"] = r.target
             groups[-1]["references"].append(entry)
         data = {
-            "name": asked, "targets": [item_dict(t) for t in targets], "total": len(refs),
+            "name": asked, "targets": [item_dict(t) for t in named], "total": len(refs),
             "files": groups, "uncertain": uncertain,
         }  # fmt: skip
+        if len(named) < len(targets):
+            data["targets_total"] = len(targets)
         return "\n".join(parts), data
 
     return render
@@ -186,14 +204,16 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
     callers = sum(1 for x in found if x.direction == "caller")
 
     def render(n: int, truncated: bool) -> Form:
-        shown = found[:n]
+        named, shown = _named(of, n), found[: max(0, n - _NAMED)]
         about = "; ".join(_head(i) for i in of[:3]) or asked
         status = f"neighbours of {about}: {callers} callers, {len(found) - callers} callees"
         if not of:
             status = f"neighbours of {asked}: nothing by that id or name in the index"
         parts = [status + (TRUNCATED if truncated else "")]
-        data: dict[str, Any] = {"of": [item_dict(i) for i in of], "callers": [],
+        data: dict[str, Any] = {"of": [item_dict(i) for i in named], "callers": [],
                                 "callees": []}  # fmt: skip
+        if len(named) < len(of):
+            data["of_total"] = len(of)
         for direction in ("caller", "callee"):
             mine = [x for x in shown if x.direction == direction]
             if mine:

@@ -23,6 +23,7 @@ from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefIt
 from memserver.navigate.render import (
     Form,
     Navigation,
+    answer_items,
     fit,
     neighbours_form,
     outline_form,
@@ -104,12 +105,13 @@ class Navigator:
                    budget_tokens: int | None = None) -> Navigation:  # fmt: skip
         targets, refs, uncertain = self.references_of(name_or_id, kinds)
         form = references_form(name_or_id.strip(), targets, refs, uncertain)
-        return self._fit(len(refs), form, budget_tokens)
+        return self._fit(answer_items(targets, refs), form, budget_tokens)
 
     def neighbors(self, item_id: str, depth: int = 1, budget_tokens: int | None = None
                   ) -> Navigation:  # fmt: skip
         of, found = self.neighbours_of(item_id, depth)
-        return self._fit(len(found), neighbours_form(item_id.strip(), of, found), budget_tokens)
+        form = neighbours_form(item_id.strip(), of, found)
+        return self._fit(answer_items(of, found), form, budget_tokens)
 
     def outline(self, path: str | None = None, budget_tokens: int | None = None) -> Navigation:
         files, order = self.outline_of(path)

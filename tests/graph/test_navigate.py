@@ -114,3 +114,31 @@ def test_a_small_budget_keeps_the_first_items_and_says_so(nav: Navigator) -> Non
     assert "raise budget_tokens" in cut.text
     first = whole.data["files"][0]
     assert cut.data["files"][0]["path"] == first["path"]
+
+
+def test_an_answer_about_a_name_many_definitions_share_fits_its_budget(tmp_path: Path) -> None:
+    """References and neighbours list the definitions they are about first, at most five
+    (the rest counted), then cut what follows to the budget: a name that twenty classes
+    define made even their smallest answer overrun it."""
+    count = default_counter().count
+    classes = "".join(
+        f"class Store{i}:\n    def rows(self, ids_{i}: list[int]) -> list[int]:\n"
+        f"        return [self.rows_of(x) for x in ids_{i}]\n\n\n"
+        for i in range(20)
+    )
+    uses = "".join(f"def use_{i}(s: Store{i}):\n    return s.rows([{i}])\n\n\n" for i in range(20))
+    root = write_tree(tmp_path / "repo", {"stores.py": classes + uses})
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    nav = engine.navigator()
+    assert len(nav.symbols("rows")) == 20
+    for budget in (256, 400, 4096):
+        for answer, listed, total in (
+            (nav.references("rows", (), budget), "targets", "targets_total"),
+            (nav.neighbors("rows", 1, budget), "of", "of_total"),
+        ):
+            compact = json.dumps(answer.data, ensure_ascii=False, separators=(",", ":"))
+            assert max(count(answer.text), count(compact)) <= answer.tokens <= budget
+            assert 1 <= len(answer.data[listed]) <= 5 and answer.data[total] == 20
+    wide = nav.references("rows", (), 4096)
+    assert wide.data["total"] == 20 and not wide.truncated
