@@ -13,8 +13,8 @@ from memserver.core.render import dumps, one_line
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 
 __all__ = [
-    "Navigation", "answer_items", "fit", "neighbours_form", "outline_form", "outline_sizes",
-    "references_form", "symbols_form",
+    "NAMED", "Navigation", "answer_items", "fit", "neighbours_form", "outline_form",
+    "outline_sizes", "references_form", "symbols_form",
 ]  # fmt: skip
 
 STALE = " [changed since indexed: re-read the file]"
@@ -132,20 +132,27 @@ def _in(r: RefItem) -> str:
     return f"in {e.kind} {e.symbol} ({_lines(e)})" if e is not None else "at top level"
 
 
-# An answer about a name (references, neighbours) lists the definitions it is about first,
-# at most this many (the rest counted), then its references or neighbours: its items are
-# those, then these (`answer_items`), so `fit` keeps it within the budget however many
-# definitions a name has (a bare `get` or `rows` names dozens).
-_NAMED = 5
+# An answer about a name (references, neighbours) is about its best definitions, at most
+# this many (the rest counted: an id asks about one of them): it lists them first, then
+# their references or neighbours (`answer_items`), so `fit` keeps it within the budget
+# however many definitions a name has (a bare `get` names 54 in Django, `__init__` 845).
+NAMED = 5
 
 
 def answer_items(about: Sequence[SymbolItem], found: Sequence[object]) -> int:
     """How many items `fit` cuts an answer about `about` listing `found` at."""
-    return min(len(about), _NAMED) + len(found)
+    return min(len(about), NAMED) + len(found)
 
 
 def _named(about: Sequence[SymbolItem], n: int) -> Sequence[SymbolItem]:
-    return about[: min(n, _NAMED)]
+    return about[: min(n, NAMED)]
+
+
+def _more(about: Sequence[SymbolItem], asked: str) -> str:
+    if len(about) <= NAMED:
+        return ""
+    return (f"; the best {NAMED} of the {len(about)} definitions of {one_line(asked)}: "
+            "pass an id s_… for another")  # fmt: skip
 
 
 def references_form(
@@ -154,7 +161,7 @@ def references_form(
     files = len({r.path for r in refs})
 
     def render(n: int, truncated: bool) -> Form:
-        named, shown = _named(targets, n), refs[: max(0, n - _NAMED)]
+        named, shown = _named(targets, n), refs[: max(0, n - NAMED)]
         about = one_line(
             ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
         )
@@ -162,6 +169,7 @@ def references_form(
                   f"file{'s' * (files != 1)}")  # fmt: skip
         if not targets:
             status = f"references to {asked}: no definition of that name in the index"
+        status += _more(targets, asked)
         if uncertain:
             status += f"; {uncertain} more uses of the name resolve to no definition for sure"
         parts = [status + (TRUNCATED if truncated else "")]
@@ -204,11 +212,12 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
     callers = sum(1 for x in found if x.direction == "caller")
 
     def render(n: int, truncated: bool) -> Form:
-        named, shown = _named(of, n), found[: max(0, n - _NAMED)]
+        named, shown = _named(of, n), found[: max(0, n - NAMED)]
         about = "; ".join(_head(i) for i in of[:3]) or asked
         status = f"neighbours of {about}: {callers} callers, {len(found) - callers} callees"
         if not of:
             status = f"neighbours of {asked}: nothing by that id or name in the index"
+        status += _more(of, asked)
         parts = [status + (TRUNCATED if truncated else "")]
         data: dict[str, Any] = {"of": [item_dict(i) for i in named], "callers": [],
                                 "callees": []}  # fmt: skip

@@ -21,6 +21,7 @@ from memserver.core.requests import check_budget, check_path_filter, check_size
 from memserver.navigate import find, rank
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 from memserver.navigate.render import (
+    NAMED,
     Form,
     Navigation,
     answer_items,
@@ -60,13 +61,15 @@ class Navigator:
         self, name_or_id: str, kinds: Sequence[str] = ()
     ) -> tuple[list[SymbolItem], list[RefItem], int]:
         """(the definitions asked about, every reference to them, how many more uses of
-        their names resolve to no definition for sure)."""
+        their names resolve to no definition for sure): of a name more than `NAMED`
+        definitions share, the references to its best `NAMED`."""
         g = self.graph()
         stale = self._stale(g)
         targets = find.definitions_for(g, _name(name_or_id))
-        refs = find.references(g, targets, _kinds(kinds), stale)
+        best = targets[:NAMED]  # of a name many share: the best ones' uses (`render.NAMED`)
+        refs = find.references(g, best, _kinds(kinds), stale)
         items = [find.symbol_item(g, d, stale(d.path)) for d in targets]
-        return items, refs, g.uncertain(targets)
+        return items, refs, g.uncertain(best)
 
     def neighbours_of(self, item_id: str, depth: int = 1
                       ) -> tuple[list[SymbolItem], list[Neighbour]]:  # fmt: skip
@@ -75,7 +78,7 @@ class Navigator:
         text = _name(item_id)
         start = find.definitions_for(g, text)
         chunk = text if find.CHUNK_ID.match(text) else ""
-        found = find.neighbours(g, start, depth, chunk, stale)
+        found = find.neighbours(g, start[:NAMED], depth, chunk, stale)
         return [find.symbol_item(g, d, stale(d.path)) for d in start], found
 
     def outline_of(self, path: str | None = None) -> tuple[list[FileOutline], list[OutlineEntry]]:

@@ -288,10 +288,10 @@ REFERENCES = f"""\
 Every use of a definition (name or id as `symbol` takes, or a chunk id c_…), grouped by
 file, each with its line, kind (call, import, inherit, type, other), the expression as
 written (`self.client.send`) and the definition it is written in (so kinds=['call'] lists
-the callers). `targets` lists the definitions it is about (at most five; `targets_total`
-counts them when a name has more: pass an id to ask about one). `uncertain` counts uses of
-the name the graph cannot tie to a definition for sure (a receiver of unknown type): grep
-for those if it matters.
+the callers). `targets` lists the definitions it is about: of a name more than five share,
+the best five (`targets_total` counts them all: pass an id s_… for another). `uncertain`
+counts uses of the name the graph cannot tie to a definition for sure (a receiver of
+unknown type): grep for those if it matters.
 
 {_GRAPH_ITEMS} Read-only."""
 
@@ -299,8 +299,8 @@ NEIGHBORS = f"""\
 What a definition or chunk is connected to: its callers (the definitions whose code refers
 to it) and its callees (the definitions its code refers to), depth 1 (direct) or 2: what to
 read before changing it, and what may break. Give a symbol id s_…, a chunk id c_… (from
-recall or any other answer) or a name. `of` lists the definitions it is about (at most
-five; `of_total` counts them when a name has more).
+recall or any other answer) or a name. `of` lists the definitions it is about: of a name
+more than five share, the best five (`of_total` counts them all: pass an id for another).
 
 {_GRAPH_ITEMS} Read-only."""
 

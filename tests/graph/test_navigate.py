@@ -117,9 +117,9 @@ def test_a_small_budget_keeps_the_first_items_and_says_so(nav: Navigator) -> Non
 
 
 def test_an_answer_about_a_name_many_definitions_share_fits_its_budget(tmp_path: Path) -> None:
-    """References and neighbours list the definitions they are about first, at most five
-    (the rest counted), then cut what follows to the budget: a name that twenty classes
-    define made even their smallest answer overrun it."""
+    """References and neighbours are about a name's best five definitions (the rest
+    counted: an id asks about another), listed first, then what follows cut to the budget:
+    a name that twenty classes define made even their smallest answer overrun it."""
     count = default_counter().count
     classes = "".join(
         f"class Store{i}:\n    def rows(self, ids_{i}: list[int]) -> list[int]:\n"
@@ -140,5 +140,9 @@ def test_an_answer_about_a_name_many_definitions_share_fits_its_budget(tmp_path:
             compact = json.dumps(answer.data, ensure_ascii=False, separators=(",", ":"))
             assert max(count(answer.text), count(compact)) <= answer.tokens <= budget
             assert 1 <= len(answer.data[listed]) <= 5 and answer.data[total] == 20
-    wide = nav.references("rows", (), 4096)
-    assert wide.data["total"] == 20 and not wide.truncated
+    wide = nav.references("rows", (), 4096)  # the uses of the best five, and it says so
+    assert wide.data["total"] == 5 and not wide.truncated
+    assert "the best 5 of the 20 definitions of rows: pass an id" in wide.text
+    one = nav.symbols("rows")[7]  # asked by id: that one's use alone
+    k = one.symbol.removeprefix("Store").removesuffix(".rows")
+    assert [r.enclosing.symbol for r in nav.references_of(one.id)[1] if r.enclosing] == [f"use_{k}"]
