@@ -21,10 +21,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memserver.core.graph import Definition, FileTags, Reference, StoredFile
+from memserver.core.graph import Definition, FileTags, Reference, StoredFile, file_version
 from memserver.core.types import FileRecord
 from memserver.graph import MIN_CONFIDENCE, Candidate, SymbolTable, resolve
-from memserver.store.graphsync import versions_of
 from memserver.store.index import IndexStore
 
 __all__ = ["FileEntry", "GraphIndex", "GraphView", "RefAt"]
@@ -270,7 +269,7 @@ def _one_a_file(current: Iterable[tuple[str, str]], manifest: dict[str, FileReco
     the one the manifest names, written last (until it moves the file is what it was),
     else the first by version. Two versions of one file in a reading would mix their
     definitions (a name found in one, looked up in the other)."""
-    named = versions_of(manifest)
+    named = {file_version(p, r.content_hash, r.chunk_ids) for p, r in manifest.items()}
     chosen: dict[str, str] = {}
     for version, path in sorted(current):
         held = chosen.get(path)

@@ -523,23 +523,34 @@ def _graph_rows(store: IndexStore) -> tuple[int, int]:
     return current, closed
 
 
+def _saved(repo: Path, saves: int, after: Callable[[IndexStore], None] = lambda _: None
+           ) -> tuple[Engine, Path, str]:  # fmt: skip
+    """`pkg/client.py` saved `saves` times, each save indexed (`after` each run): the
+    engine, the file and its first text."""
+    engine = _engine(repo)
+    engine.index()
+    client = repo / "pkg" / "client.py"
+    first = client.read_text()
+    for n in range(saves):
+        client.write_text(f"# save {n}\n{first}")
+        engine.index()
+        after(engine.open_store())
+    return engine, client, first
+
+
 def test_a_file_saved_again_and_again_leaves_closed_graph_versions_within_bounds(
     repo: Path,
 ) -> None:
     """Each save closes a version of the file's whole graph: past the current rows, the
     longest closed go, never one the manifest names; a version gone is written again when
     its file comes back."""
-    engine = _engine(repo)
-    engine.index()
-    client = repo / "pkg" / "client.py"
-    first = client.read_text()
-    for n in range(12):
-        client.write_text(f"# save {n}\n{first}")
-        engine.index()
-        store = engine.open_store()
+
+    def bounded(store: IndexStore) -> None:
         current, closed = _graph_rows(store)
         assert closed <= current
         _graph_agrees(store)
+
+    engine, client, first = _saved(repo, 12, bounded)
     client.write_text(first)  # back to a version long deleted: written again
     engine.index()
     store = engine.open_store()
@@ -552,13 +563,7 @@ def test_a_file_saved_again_and_again_leaves_closed_graph_versions_within_bounds
 def test_a_prune_killed_midway_is_repaired_by_the_next_run(repo: Path) -> None:
     from memserver.store.graph import GraphRows
 
-    engine = _engine(repo)
-    engine.index()
-    client = repo / "pkg" / "client.py"
-    first = client.read_text()
-    for n in range(3):
-        client.write_text(f"# save {n}\n{first}")
-        engine.index()
+    engine, client, first = _saved(repo, 3)
     client.write_text(f"# save again\n{first}")
     real = GraphRows.delete_versions
 
