@@ -141,11 +141,16 @@ NAMED = 5
 
 def answer_items(about: Sequence[SymbolItem], found: Sequence[object]) -> int:
     """How many items `fit` cuts an answer about `about` listing `found` at."""
-    return min(len(about), NAMED) + len(found)
+    return _heads(about) + len(found)
+
+
+def _heads(about: Sequence[SymbolItem]) -> int:
+    """How many of the definitions an answer is about it lists (its first items)."""
+    return min(len(about), NAMED)
 
 
 def _named(about: Sequence[SymbolItem], n: int) -> Sequence[SymbolItem]:
-    return about[: min(n, NAMED)]
+    return about[: min(n, _heads(about))]
 
 
 def _more(about: Sequence[SymbolItem], asked: str) -> str:
@@ -161,7 +166,7 @@ def references_form(
     files = len({r.path for r in refs})
 
     def render(n: int, truncated: bool) -> Form:
-        named, shown = _named(targets, n), refs[: max(0, n - NAMED)]
+        named, shown = _named(targets, n), refs[: max(0, n - _heads(targets))]
         about = one_line(
             ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
         )
@@ -212,7 +217,7 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
     callers = sum(1 for x in found if x.direction == "caller")
 
     def render(n: int, truncated: bool) -> Form:
-        named, shown = _named(of, n), found[: max(0, n - NAMED)]
+        named, shown = _named(of, n), found[: max(0, n - _heads(of))]
         about = "; ".join(_head(i) for i in of[:3]) or asked
         status = f"neighbours of {about}: {callers} callers, {len(found) - callers} callees"
         if not of:

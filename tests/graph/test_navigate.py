@@ -145,4 +145,9 @@ def test_an_answer_about_a_name_many_definitions_share_fits_its_budget(tmp_path:
     assert "the best 5 of the 20 definitions of rows: pass an id" in wide.text
     one = nav.symbols("rows")[7]  # asked by id: that one's use alone
     k = one.symbol.removeprefix("Store").removesuffix(".rows")
-    assert [r.enclosing.symbol for r in nav.references_of(one.id)[1] if r.enclosing] == [f"use_{k}"]
+    by_id = nav.references(one.id, (), 4096)
+    [group] = by_id.data["files"]
+    assert [r["enclosing"]["symbol"] for r in group["references"]] == [f"use_{k}"]
+    assert len(by_id.data["targets"]) == 1 and not by_id.truncated
+    near = nav.neighbors(one.id, 1, 4096)
+    assert [c["symbol"] for c in near.data["callers"]] == [f"use_{k}"]
