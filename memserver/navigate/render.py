@@ -212,14 +212,19 @@ def references_form(
 # -- neighbours --------------------------------------------------------------------------
 
 
-def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighbour]
-                    ) -> Callable[[int, bool], Form]:  # fmt: skip
+def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighbour],
+                    depth: int = 1, frontier: int = 0) -> Callable[[int, bool], Form]:  # fmt: skip
+    """`frontier`: how many direct neighbours depth 2 goes on from, at most."""
     callers = sum(1 for x in found if x.direction == "caller")
+    direct = sum(1 for x in found if x.depth == 1)
+    cut = (f"; depth 2 of the first {frontier} of the {direct} direct ones"
+           if depth > 1 and frontier and direct > frontier else "")  # fmt: skip
 
     def render(n: int, truncated: bool) -> Form:
         named, shown = _named(of, n), found[: max(0, n - _heads(of))]
         about = "; ".join(_head(i) for i in of[:3]) or asked
-        status = f"neighbours of {about}: {callers} callers, {len(found) - callers} callees"
+        status = (f"neighbours of {about}: {callers} callers, {len(found) - callers} callees"
+                  + cut)  # fmt: skip
         if not of:
             status = f"neighbours of {asked}: nothing by that id or name in the index"
         status += _more(of, asked)
@@ -228,6 +233,8 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
                                 "callees": []}  # fmt: skip
         if len(named) < len(of):
             data["of_total"] = len(of)
+        if cut:
+            data["depth_2_from"] = frontier
         for direction in ("caller", "callee"):
             mine = [x for x in shown if x.direction == direction]
             if mine:

@@ -113,7 +113,7 @@ class Navigator:
     def neighbors(self, item_id: str, depth: int = 1, budget_tokens: int | None = None
                   ) -> Navigation:  # fmt: skip
         of, found = self.neighbours_of(item_id, depth)
-        form = neighbours_form(item_id.strip(), of, found)
+        form = neighbours_form(item_id.strip(), of, found, depth, find.FRONTIER)
         return self._fit(answer_items(of, found), form, budget_tokens)
 
     def outline(self, path: str | None = None, budget_tokens: int | None = None) -> Navigation:

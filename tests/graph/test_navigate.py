@@ -151,3 +151,30 @@ def test_an_answer_about_a_name_many_definitions_share_fits_its_budget(tmp_path:
     assert len(by_id.data["targets"]) == 1 and not by_id.truncated
     near = nav.neighbors(one.id, 1, 4096)
     assert [c["symbol"] for c in near.data["callers"]] == [f"use_{k}"]
+
+
+def test_depth_two_goes_on_from_the_first_direct_neighbours_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hub's direct neighbours are many: depth 2 goes on from the first `FRONTIER` of
+    them in the answer's order (Django's Model took 10 s for what no budget shows)."""
+    from memserver.navigate import find
+
+    callers = "".join(f"def caller_{i}():\n    return core()\n\n\n" for i in range(6))
+    tops = "".join(f"def top_{i}():\n    return caller_{i}()\n\n\n" for i in range(6))
+    root = write_tree(tmp_path / "repo", {"mod.py": "def core():\n    return 1\n\n\n"
+                                          + callers + tops})  # fmt: skip
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    nav = engine.navigator()
+    whole = nav.neighbors("core", 2, 4096)
+    assert len([c for c in whole.data["callers"] if c["depth"] == 2]) == 6
+    assert "depth 2 of the first" not in whole.text and "depth_2_from" not in whole.data
+    monkeypatch.setattr(find, "FRONTIER", 3)
+    cut = nav.neighbors("core", 2, 4096)
+    direct = [c["symbol"] for c in cut.data["callers"] if c["depth"] == 1]
+    deep = [c["symbol"] for c in cut.data["callers"] if c["depth"] == 2]
+    assert len(direct) == 6
+    assert deep == [f"top_{s.removeprefix('caller_')}" for s in direct[:3]]
+    assert "depth 2 of the first 3 of the 6 direct ones" in cut.text
+    assert cut.data["depth_2_from"] == 3
