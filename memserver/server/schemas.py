@@ -301,6 +301,7 @@ to it) and its callees (the definitions its code refers to), depth 1 (direct) or
 read before changing it, and what may break. Give a symbol id s_…, a chunk id c_… (from
 recall or any other answer) or a name. `of` lists the definitions it is about: of a name
 more than five share, the best five (`of_total` counts them all: pass an id for another).
+Depth 2 goes on from the first 200 direct neighbours (`depth_2_from` when there are more).
 
 {_GRAPH_ITEMS} Read-only."""
 
