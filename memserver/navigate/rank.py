@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 from memserver.core.graph import Definition
 from memserver.navigate.view import FileEntry, GraphIndex
 
@@ -62,9 +64,8 @@ def _rank(g: GraphIndex) -> Ranked:
         for name, kind, qualifier in _uses(entry):
             if kind == "import":
                 continue
-            head = qualifier.split(".", 1)[0]
             # obj.name with obj of unknown type: any class's `name`, so it counts little
-            weight = 1.0 if not qualifier or head in modules else _UNTYPED
+            weight = 1.0 if not qualifier or qualifier.partition(".")[0] in modules else _UNTYPED
             uses[name] = uses.get(name, 0.0) + weight
         for name, count in uses.items():
             where = defined.get(name)
@@ -79,15 +80,21 @@ def _rank(g: GraphIndex) -> Ranked:
     files = list(g.files)
     ranks = _pagerank(files, edges)
     totals = {src: sum(out.values()) for src, out in edges.items()}
-    scores: dict[Definition, float] = {}
+    by_id: dict[int, float] = {}  # a definition's hash reads every field: hashed once each
+    held: dict[int, Definition] = {}
     for src, dst, name, weight in flows:
-        share = ranks[src] * weight / totals[src]
         defs = defined[name][dst]
+        share = ranks[src] * weight / totals[src] / len(defs)
         for d in defs:
-            scores[d] = scores.get(d, 0.0) + share / len(defs)
-    for d, score in scores.items():  # the map is of the code, its tests come after it
+            key = id(d)
+            by_id[key] = by_id.get(key, 0.0) + share
+            held[key] = d
+    scores: dict[Definition, float] = {}
+    for key, score in by_id.items():  # the map is of the code, its tests come after it
+        d = held[key]
         if _TESTS.intersection(d.path.split("/")[:-1]):
-            scores[d] = score * 0.1
+            score *= 0.1
+        scores[d] = scores.get(d, 0.0) + score
     return ranks, scores
 
 
@@ -100,18 +107,25 @@ def _uses(entry: FileEntry) -> Iterable[tuple[str, str, str]]:
 
 
 def _pagerank(nodes: list[str], edges: dict[str, dict[str, float]]) -> dict[str, float]:
+    """PageRank over weighted edges, a round a few array operations (mongoose's 301 files
+    and 4k edges: 30 rounds of Python loops were half of the map's first answer)."""
     if not nodes:
         return {}
     n = len(nodes)
-    rank = dict.fromkeys(nodes, 1.0 / n)
-    totals = {src: sum(out.values()) for src, out in edges.items()}
+    index = {v: i for i, v in enumerate(nodes)}
+    src, dst, share = [], [], []
+    for source, out in edges.items():
+        total = sum(out.values())
+        for target, weight in out.items():
+            src.append(index[source])
+            dst.append(index[target])
+            share.append(weight / total)
+    sources, targets = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+    shares = np.array(share, dtype=np.float64)
+    dangling = np.ones(n, dtype=bool)  # no edge out: their rank spreads over every node
+    dangling[sources] = False
+    rank = np.full(n, 1.0 / n)
     for _ in range(_ROUNDS):
-        following = dict.fromkeys(nodes, 0.0)
-        dangling = sum(rank[v] for v in nodes if v not in edges)
-        for src, out in edges.items():
-            share = _DAMPING * rank[src] / totals[src]
-            for dst, weight in out.items():
-                following[dst] += share * weight
-        base = (1.0 - _DAMPING) / n + _DAMPING * dangling / n
-        rank = {v: following[v] + base for v in nodes}
-    return rank
+        following = np.bincount(targets, weights=_DAMPING * rank[sources] * shares, minlength=n)
+        rank = following + (1.0 - _DAMPING) / n + _DAMPING * float(rank[dangling].sum()) / n
+    return dict(zip(nodes, rank.tolist(), strict=True))
