@@ -149,13 +149,13 @@ class GraphRows:
                 for batch in ldb.batches(versions):
                     ldb.delete_where(table, in_list("version", batch))
 
-    def prune(self, keep: Collection[str]) -> int:
-        """Delete the rows of closed versions, the longest closed first, once they
-        outnumber the current rows, down to half as many: a file saved again and again
-        closes a version of its whole graph each time (click's core.py: 2,500 rows a save)
-        and nothing else deleted them. A closed version only spares a run the write of a
-        file's graph when the file comes back as it was (its tags are made anyway).
-        `keep`: versions never deleted (the manifest's). How many versions went."""
+    def to_prune(self, keep: Collection[str]) -> list[str]:
+        """Closed versions to delete, the longest closed first, once they outnumber the
+        current rows, down to half as many: a file saved again and again closes a version
+        of its whole graph each time (click's core.py: 2,500 rows a save) and nothing else
+        deleted them. A closed version only spares a run the write of a file's graph when
+        the file comes back as it was (its tags are made anyway). `keep`: versions never
+        deleted (the manifest's)."""
         columns = ["version", "valid_to", "definitions", "references"]
         with lance_errors("read the code graph's files"):
             t = ldb.scan(self.symbols, f"kind = {sql_quote(FILE)}", columns)
@@ -169,16 +169,15 @@ class GraphRows:
             elif version not in keep:
                 closed.append((until, version, rows))
                 held += rows
+        drop: list[str] = []
         if held <= current:
-            return 0
-        drop = []
+            return drop
         for _until, version, rows in sorted(closed):
             if held <= current // 2:
                 break
             drop.append(version)
             held -= rows
-        self.delete_versions(drop)  # `refs` first: a kill midway leaves them broken, repaired
-        return len(drop)
+        return drop
 
     # -- reads ---------------------------------------------------------------------------
 

@@ -468,10 +468,14 @@ class IndexStore:
 
     def prune_graph(self) -> int:
         """Delete closed code graph versions once they outnumber the current rows
-        (`GraphRows.prune`), before a compaction reclaims their space; never one the
-        manifest names (a version a crash left closed is reopened, not lost)."""
-        with self.writing():
-            return self.graph.prune(graphsync.versions_of(self.files.read()))
+        (`GraphRows.to_prune`), before a compaction reclaims their space; never one the
+        manifest names (a version a crash left closed is reopened, not lost). A kill midway
+        leaves versions half deleted, which the next run's repair deletes. How many went."""
+        drop = self.graph.to_prune(graphsync.versions_of(self.files.read()))
+        if drop:
+            with self.writing():
+                self.graph.delete_versions(drop)  # `refs` first
+        return len(drop)
 
     def rewrite_keyword(self, dead_share: float = KEYWORD_DEAD_SHARE) -> list[str]:
         """Write a keyword index again, holding what it holds now, once `dead_share` of the
