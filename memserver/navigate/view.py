@@ -269,9 +269,12 @@ def _one_a_file(current: Iterable[tuple[str, str]], manifest: dict[str, FileReco
     the one the manifest names, written last (until it moves the file is what it was),
     else the first by version. Two versions of one file in a reading would mix their
     definitions (a name found in one, looked up in the other)."""
+    pairs = sorted(current)
+    if len({p for _, p in pairs}) == len(pairs):  # one a file already (a reader's usual case)
+        return iter(pairs)
     named = {file_version(p, r.content_hash, r.chunk_ids) for p, r in manifest.items()}
     chosen: dict[str, str] = {}
-    for version, path in sorted(current):
+    for version, path in pairs:
         held = chosen.get(path)
         if held is None or (version in named and held not in named):
             chosen[path] = version
