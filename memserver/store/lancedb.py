@@ -8,6 +8,7 @@ pasting raw paths or ids. No LanceDB or Arrow object leaves `memserver.store`.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -87,38 +88,65 @@ def now() -> datetime:
 # remote namespace uses. Its package is stood in for by a shell that finds the same
 # submodules and runs the real package body on first use of one of its names.
 _REST_CLIENT = "lance_namespace_urllib3_client"
+# Likewise `lancedb.embeddings`: its package imports every embedding provider (OpenAI,
+# Cohere, open_clip with tqdm… 16 pydantic models) to register them, for tables that embed
+# through LanceDB; memserver stores vectors it made. What LanceDB itself takes from the
+# package (the config and registry classes) comes from those two modules: 1.1 MB of a
+# server's memory and 16 ms of every start.
+_EMBEDDINGS = ("lancedb.embeddings", ("base", "registry"))
 
 
-def _defer_rest_client() -> None:
+def _defer_unused_packages() -> None:
+    _defer_package(_REST_CLIENT)
+    _defer_package(*_EMBEDDINGS)
+
+
+def _defer_package(name: str, serves: Sequence[str] = ()) -> None:
+    """Stand a shell in for package `name` until its body is needed: its submodules import
+    as usual; a name asked of the package comes from the submodules `serves` when one has
+    it, else the real body runs (once) and answers."""
+    import importlib
     import importlib.util
     import sys
     import types
 
-    if _REST_CLIENT in sys.modules:
+    if name in sys.modules:
         return
-    spec = importlib.util.find_spec(_REST_CLIENT)
+    top, _, rest = name.partition(".")
+    spec = importlib.util.find_spec(top)  # a subpackage's own spec would import its parent
+    if spec is not None and rest and spec.submodule_search_locations:
+        folder = os.path.join(spec.submodule_search_locations[0], *rest.split("."))
+        init = os.path.join(folder, "__init__.py")
+        found = os.path.isfile(init)
+        spec = importlib.util.spec_from_file_location(
+            name, init, submodule_search_locations=[folder]) if found else None  # fmt: skip
     if spec is None or spec.loader is None or not spec.submodule_search_locations:
         return
-    shell = types.ModuleType(_REST_CLIENT)
+    shell = types.ModuleType(name)
     shell.__spec__, shell.__loader__ = spec, spec.loader
     shell.__file__, shell.__path__ = spec.origin, list(spec.submodule_search_locations)
     loaded: list[bool] = []
 
-    def load(name: str) -> Any:
+    def load(attribute: str) -> Any:
+        if not loaded:
+            for sub in serves:
+                found = getattr(importlib.import_module(f"{name}.{sub}"), attribute, shell)
+                if found is not shell:
+                    return found
         if loaded:  # the real body ran: the name is not there
-            raise AttributeError(f"module {_REST_CLIENT!r} has no attribute {name!r}")
+            raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
         loaded.append(True)
         spec.loader.exec_module(shell)  # type: ignore[union-attr]
-        return getattr(shell, name)
+        return getattr(shell, attribute)
 
     shell.__getattr__ = load  # type: ignore[method-assign]
-    sys.modules[_REST_CLIENT] = shell
+    sys.modules[name] = shell
 
 
 def connect(path: Path) -> Db:
     """A connection whose reads see every commit, also by another handle or process (the
     server's long-lived reader vs. `memserver index`)."""
-    _defer_rest_client()
+    _defer_unused_packages()
     import lancedb
 
     return lancedb.connect(str(path), read_consistency_interval=timedelta(0))

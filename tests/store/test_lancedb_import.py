@@ -1,5 +1,6 @@
-"""LanceDB opens without running the REST namespace client's API modules, and the client
-is whole when something asks for it (a fresh interpreter each: other tests import it)."""
+"""LanceDB opens without running the REST namespace client's API modules nor importing its
+embedding providers, and each is whole when something asks for it (a fresh interpreter
+each: other tests import them)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,18 @@ try:
     client.no_such_name
 except AttributeError:
     print("ok")
+providers = [m for m in sys.modules if m.startswith("lancedb.embeddings.")]
+assert sorted(providers) == ["lancedb.embeddings.base", "lancedb.embeddings.registry",
+                             "lancedb.embeddings.utils"], providers
+assert "tqdm" not in sys.modules
+import lancedb.embeddings as embeddings
+from lancedb.embeddings import EmbeddingFunctionRegistry, OpenAIEmbeddings
+assert embeddings.get_registry().get("openai") is OpenAIEmbeddings
+assert EmbeddingFunctionRegistry.get_instance() is embeddings.get_registry()
+try:
+    embeddings.no_such_name
+except AttributeError:
+    print("ok")
 """
 
 
@@ -32,4 +45,4 @@ def test_the_rest_client_is_loaded_only_when_used(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "db")],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "ok"
+    assert done.stdout.split() == ["ok", "ok"]
