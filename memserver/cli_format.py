@@ -9,7 +9,6 @@ rich markup (which would otherwise read `[link=…]` in a file name as markup).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
@@ -31,14 +30,7 @@ from memserver.core.types import IndexReport, RecallResult
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
-# C0 controls but tab and newline, DEL, and the C1 range (0x9b is a one-byte CSI)
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """`text` with every control character a terminal would act on shown as `\\xNN`
-    (tab and newline kept; a CRLF line end read as a newline)."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+visible = render.visible  # control characters a terminal would act on, shown as \\xNN
 
 
 def safe(text: object) -> str:

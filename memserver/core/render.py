@@ -29,15 +29,26 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-# every C0 and C1 control, newline and tab too: a line of a text answer stays one line
+# every C0 and C1 control (0x9b is a one-byte CSI), DEL; the second leaves tab and newline
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROLS_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _shown(m: re.Match[str]) -> str:
+    return f"\\x{ord(m.group()):02x}"
 
 
 def one_line(text: str) -> str:
     """`text` (a path, a symbol) with every control character shown as `\\xNN`: a file
     named `a\\n## setup.py:1-9 function main` must not add a made-up result line to an
     answer an agent reads."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROLS.sub(_shown, text)
+
+
+def visible(text: str) -> str:
+    """`text` with every control character a terminal would act on shown as `\\xNN`
+    (tab and newline kept; a CRLF line end read as a newline)."""
+    return _CONTROLS_BUT_LINES.sub(_shown, text.replace("\r\n", "\n"))
 
 
 def header(e: Evidence) -> str:

@@ -130,9 +130,10 @@ def _defer_package(name: str, serves: Sequence[str] = ()) -> None:
     def load(attribute: str) -> Any:
         if not loaded:
             for sub in serves:
-                found = getattr(importlib.import_module(f"{name}.{sub}"), attribute, shell)
-                if found is not shell:
-                    return found
+                value = getattr(importlib.import_module(f"{name}.{sub}"), attribute, shell)
+                if value is not shell:
+                    setattr(shell, attribute, value)  # asked once
+                    return value
         if loaded:  # the real body ran: the name is not there
             raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
         loaded.append(True)

@@ -486,6 +486,9 @@ def test_a_reading_between_a_files_two_graph_commits_takes_one_version(repo: Pat
 
     engine = _engine(repo)
     engine.index()
+    live = _engine(repo)  # a server's reader: it read the graph before, and updates it
+    live_reader = live.navigator(live.open_store())
+    assert [s.path for s in live_reader.symbols("backoff")] == ["pkg/util.py"]
     util = repo / "pkg" / "util.py"
     util.write_text(util.read_text().replace("def backoff(", "def backoff_v2("))
     real = GraphRows.set_current
@@ -507,6 +510,8 @@ def test_a_reading_between_a_files_two_graph_commits_takes_one_version(repo: Pat
     assert [(s.path, s.stale) for s in found] == [("pkg/util.py", True)]
     assert reader.symbols("backoff_v2") == []
     assert "pkg/client.py" in {r.path for r in reader.references_of("backoff")[1]}
+    assert [(s.path, s.stale) for s in live_reader.symbols("backoff")] == [("pkg/util.py", True)]
+    assert live_reader.symbols("backoff_v2") == []
     engine.index()  # repaired: the new version alone
     reader = _engine(repo).navigator(store)
     assert reader.symbols("backoff") == []
