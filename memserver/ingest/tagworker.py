@@ -14,12 +14,13 @@ import contextlib
 import os
 import pickle
 import sys
-from typing import IO
+from collections.abc import Iterator
+from typing import cast
 
 from indexers.tagfile import tag_file
 from memserver.store.graphpart import graph_part
 
-__all__ = ["Job", "rows", "serve_stdio"]
+__all__ = ["PIPE_BYTES", "Job", "messages", "rows", "send", "serve_stdio", "widen"]
 
 Job = tuple[str, str, str]  # (path, text, language)
 
@@ -29,27 +30,71 @@ def rows(job: Job, max_parse_bytes: int) -> object:
     return graph_part(tag_file(*job, max_parse_bytes))
 
 
-def _serve(source: IO[bytes], sink: IO[bytes]) -> None:
+_HEADER = 8  # a message's length, little-endian, before its pickled bytes
+_READ = 1 << 20  # the most one read takes from a pipe
+PIPE_BYTES = 1 << 20  # what a pipe holds (Linux's default limit for a user's pipes)
+
+
+def widen(fd: int) -> None:
+    """Let the pipe at `fd` hold `PIPE_BYTES` (64 KiB by default) where the system allows:
+    a writer then rarely waits for its reader. Each wait costs the indexing process a hand
+    of Python's lock to its feeding or reading thread (one per 5 ms while it is busy), and
+    the worker the time it waits for it."""
+    with contextlib.suppress(AttributeError, OSError):
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+
+def send(fd: int, value: object) -> None:
+    """One message: its length, then its pickled bytes, in as few writes as the pipe takes."""
+    data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    view = memoryview(len(data).to_bytes(_HEADER, "little") + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def messages(fd: int) -> Iterator[object]:
+    """The messages `send` wrote to `fd`, each as soon as its last byte is read, until the
+    writer closes its end. Reads take whatever the pipe holds (up to `_READ`), not a
+    buffer's worth at a time: few reads, so few waits for Python's lock in a busy process.
+    A message cut short raises `EOFError`."""
+    held = bytearray()
+    while True:
+        data = os.read(fd, _READ)
+        if not data:
+            if held:
+                raise EOFError("a message was cut short")
+            return
+        held += data
+        while len(held) >= _HEADER:
+            size = int.from_bytes(held[:_HEADER], "little")
+            if len(held) < _HEADER + size:
+                break
+            yield pickle.loads(memoryview(held)[_HEADER : _HEADER + size])
+            del held[: _HEADER + size]
+
+
+def _serve(source: int, sink: int) -> None:
     """The worker's loop: a chunk of jobs in, their tags out, until the input ends."""
     parent = os.getppid()
-    while True:
-        try:
-            max_parse_bytes, jobs = pickle.load(source)
-        except EOFError:
-            return
+    for message in messages(source):
+        max_parse_bytes, jobs = cast(tuple[int, list[Job]], message)
         answers = []
         for job in jobs:
             if os.getppid() != parent:  # the indexing process is gone (killed): so are we
                 return
             answers.append(rows(job, max_parse_bytes))
-        pickle.dump(answers, sink, pickle.HIGHEST_PROTOCOL)
-        sink.flush()
+        send(sink, answers)
 
 
 def serve_stdio() -> None:
     """The worker process: jobs on stdin, answers on (a copy of) stdout."""
-    sink = os.fdopen(os.dup(1), "wb")  # the answers' channel, and nothing else
+    sink = os.dup(1)  # the answers' channel, and nothing else
     os.dup2(2, 1)  # whatever prints goes to stderr
     sys.stdout = sys.stderr
-    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt), sink:
-        _serve(sys.stdin.buffer, sink)
+    try:
+        with contextlib.suppress(BrokenPipeError, KeyboardInterrupt, EOFError):
+            _serve(sys.stdin.fileno(), sink)
+    finally:
+        os.close(sink)

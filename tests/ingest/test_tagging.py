@@ -129,6 +129,115 @@ def test_a_killed_worker_leaves_the_rest_to_this_process(
     assert worker.proc.returncode == -signal.SIGKILL
 
 
+_IDLE_CLASS = getattr(os, "SCHED_IDLE", None)
+needs_idle_class = pytest.mark.skipif(_IDLE_CLASS is None, reason="no idle scheduling class")
+
+
+def _watch_policies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool, int]]:
+    """(asked idle, done, the worker's scheduling policy after) for each move, as done."""
+    moves: list[tuple[bool, bool, int]] = []
+    real = tagging._Worker.set_idle
+
+    def set_idle(self: tagging._Worker, idle: bool) -> bool:
+        done = real(self, idle)
+        policy = os.sched_getscheduler(self.proc.pid) if self.proc.poll() is None else -1
+        moves.append((idle, done, policy))
+        return done
+
+    monkeypatch.setattr(tagging._Worker, "set_idle", set_idle)
+    return moves
+
+
+@needs_idle_class
+def test_the_worker_runs_idle_until_this_process_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Beside a busy run the worker takes only idle cores; waited for longer than the
+    patience, it runs as any process until it answers, then goes back to idle."""
+    files = [f for f in _files(12, LIGHT) if f[2] in CODE_LANGUAGES]
+    started = _watch_workers(monkeypatch)
+    moves = _watch_policies(monkeypatch)
+    monkeypatch.setattr(tagging, "_PATIENCE_S", 0.0)  # any wait is a long one
+    tags = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample).tags(
+        files
+    )
+    assert tags is not None
+    worker = started[0]
+    assert worker is not None
+    assert moves[0] == (True, True, _IDLE_CLASS)  # from its start
+    first = next(tags)  # asked at once: the worker is still starting, so it is waited for
+    assert moves[1] == (False, True, os.SCHED_OTHER)
+    assert moves[2][:2] == (True, True)  # answered: idle again
+    assert [first, *tags] == _expected(files)
+    assert worker.proc.wait(timeout=60) is not None
+
+
+@needs_idle_class
+def test_a_worker_that_cannot_be_hurried_leaves_the_rest_to_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the system refuses to move the worker out of the idle class, a wait for it
+    stops it, and this process tags what it has not answered for: busy cores elsewhere
+    cannot starve a run of its tags."""
+    files = _files(12, LIGHT)
+    started = _watch_workers(monkeypatch)
+    real = os.sched_setscheduler
+
+    def refuse_to_raise(pid: int, policy: int, param: object) -> None:
+        if policy != _IDLE_CLASS:
+            raise PermissionError(1, "Operation not permitted")
+        real(pid, policy, param)
+
+    here: list[str] = []
+    real_rows = tagging.rows
+
+    def rows_here(job: tuple[str, str, str], max_parse_bytes: int) -> object:
+        here.append(job[0])
+        return real_rows(job, max_parse_bytes)
+
+    monkeypatch.setattr(os, "sched_setscheduler", refuse_to_raise)
+    monkeypatch.setattr(tagging, "rows", rows_here)
+    monkeypatch.setattr(tagging, "_PATIENCE_S", 0.0)
+    tags = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample).tags(
+        files
+    )
+    assert tags is not None
+    assert list(tags) == _expected(files)
+    worker = started[0]
+    assert worker is not None and worker.proc.returncode is not None  # stopped at the wait
+    assert here == [f[0] for f in files]  # the first wait (it was starting): all made here
+
+
+def test_messages_cross_a_pipe_whatever_their_size_and_a_cut_one_is_refused() -> None:
+    """The worker's framing: a message over the pipe's capacity arrives whole, each one in
+    order; one cut short raises instead of giving garbage."""
+    from memserver.ingest.tagworker import PIPE_BYTES, messages, send, widen
+
+    sent = [b"x" * (3 * PIPE_BYTES), ("small", 1), list(range(50_000))]
+    read_end, write_end = os.pipe()
+    widen(read_end)
+
+    def write() -> None:
+        for value in sent:
+            send(write_end, value)
+        os.close(write_end)
+
+    import threading
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    got = list(messages(read_end))
+    writer.join()
+    os.close(read_end)
+    assert got == sent
+    read_end, write_end = os.pipe()
+    os.write(write_end, (100).to_bytes(8, "little") + b"short")
+    os.close(write_end)
+    with pytest.raises(EOFError):
+        list(messages(read_end))
+    os.close(read_end)
+
+
 def test_the_worker_imports_nothing_from_the_folder_it_starts_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
