@@ -9,7 +9,8 @@ in-process, in turn: with the code graph as `memserver index` builds it (by defa
 are made in a worker process beside the chunker when the cores' recent times leave one
 free, else in-process; the runs that used a worker are counted), with a worker whatever the
 load and however little code, with the graph made in-process (`graph_workers = 0`), and
-without it (no tags made and no graph rows written: what indexing cost before the graph).
+without it (no tags made and no graph rows written: what indexing cost before the graph),
+each repetition starting with the next kind.
 Each run's report gives
 `seconds_to_search` (walk, chunk and tag, LanceDB rows, tantivy, manifest: the keyword
 phase, wall-clock); the median of --repeat runs of each is kept, and this process's CPU
@@ -116,8 +117,9 @@ def measure(tree: Path, repeat: int, embedder: str) -> dict[str, Any]:
         _run(tree, "none", variant)
     runs: dict[str, list[tuple[float, float, dict[str, int]]]] = {v: [] for v in _VARIANTS}
     default_workers = 0
-    for _ in range(repeat):
-        for variant in _VARIANTS:
+    for turn in range(repeat):  # each repetition starts with the next kind: no kind always
+        shift = turn % len(_VARIANTS)  # follows the same one (whose leftovers it would meet)
+        for variant in _VARIANTS[shift:] + _VARIANTS[:shift]:
             before = len(SPAWNED)
             runs[variant].append(_run(tree, "none", variant))
             default_workers += len(SPAWNED) - before if variant == "default" else 0

@@ -36,11 +36,11 @@ PIPE_BYTES = 1 << 20  # what a pipe holds (Linux's default limit for a user's pi
 
 
 def widen(fd: int) -> None:
-    """Let the pipe at `fd` hold `PIPE_BYTES` (64 KiB by default) where the system allows:
-    a writer then rarely waits for its reader. Each wait costs the indexing process a hand
-    of Python's lock to its feeding or reading thread (one per 5 ms while it is busy), and
-    the worker the time it waits for it."""
-    with contextlib.suppress(AttributeError, OSError):
+    """Let the pipe at `fd` hold `PIPE_BYTES` (64 KiB by default) where the system allows
+    (Linux): a writer then rarely waits for its reader. In the indexing process each such
+    wait ends with its feeding or reading thread waiting for Python's lock again (up to
+    5 ms while the process is busy), and the worker waits with it."""
+    with contextlib.suppress(ImportError, AttributeError, OSError):  # fcntl: not on Windows
         import fcntl
 
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)

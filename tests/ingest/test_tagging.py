@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -236,6 +237,26 @@ def test_messages_cross_a_pipe_whatever_their_size_and_a_cut_one_is_refused() ->
     with pytest.raises(EOFError):
         list(messages(read_end))
     os.close(read_end)
+
+
+def test_a_pipe_is_widened_where_the_system_can_and_left_as_it_is_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memserver.ingest.tagworker import PIPE_BYTES, widen
+
+    read_end, write_end = os.pipe()
+    try:
+        monkeypatch.setitem(sys.modules, "fcntl", None)  # as on Windows: no fcntl to import
+        widen(read_end)  # nothing to do, nothing raised
+        monkeypatch.delitem(sys.modules, "fcntl")
+        fcntl = pytest.importorskip("fcntl")
+        if not hasattr(fcntl, "F_GETPIPE_SZ"):
+            pytest.skip("pipes of a fixed size here")
+        widen(read_end)
+        assert fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_the_worker_imports_nothing_from_the_folder_it_starts_in(
