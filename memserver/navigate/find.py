@@ -5,29 +5,37 @@ references to definitions, callers and callees, and outlines. No budget here (se
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from memserver.core.errors import BadRequest
-from memserver.core.graph import CLASS_KINDS, Definition
+from memserver.core.graph import CLASS_KINDS, Definition, StoredFile
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 from memserver.navigate.view import GraphIndex, RefAt
 
 __all__ = [
-    "SYMBOL_ID", "best_first", "definitions_for", "neighbours", "outline", "references",
-    "symbol_item", "symbols",
+    "SYMBOL_ID", "best_first", "definitions_for", "forest", "neighbours", "outline",
+    "preorder", "references", "symbol_item", "symbols",
 ]  # fmt: skip
 
 SYMBOL_ID = re.compile(r"^s_[0-9a-f]{32}$")
 CHUNK_ID = re.compile(r"^c_[0-9a-f]{32}$")
 _CALLS = frozenset({"call", "inherit", "type", "other"})  # what neighbours follow (not imports)
 _VALUES = frozenset({"field", "variable", "constant"})  # used, not called: no callees
+_DEEPEST = 4  # how deep an outline nests
 
 
 def symbol_item(g: GraphIndex, d: Definition, stale: bool = False) -> SymbolItem:
+    entry = g.stored[d.path]
+    return _item(entry.stored, entry.place(d), stale)
+
+
+def _item(s: StoredFile, place: int, stale: bool) -> SymbolItem:
+    """The item of a file's definition at `place` among its definitions."""
+    d = s.tags.definitions[place]
     return SymbolItem(
-        id=g.def_id(d), path=d.path, start_line=d.start_line, end_line=d.end_line,
-        symbol=d.qualified, kind=d.kind, signature=d.signature, chunk_id=g.def_chunk(d),
-        language=d.language, doc=d.doc, stale=stale,
+        id=s.definition_ids[place], path=d.path, start_line=d.start_line,
+        end_line=d.end_line, symbol=d.qualified, kind=d.kind, signature=d.signature,
+        chunk_id=s.definition_chunks[place], language=d.language, doc=d.doc, stale=stale,
     )  # fmt: skip
 
 
@@ -196,36 +204,73 @@ def _callers(g: GraphIndex, frontier: Sequence[Definition]) -> _Found:
     return out
 
 
-def outline(g: GraphIndex, paths: Sequence[str], stale: Callable[[str], bool]
-            ) -> list[FileOutline]:  # fmt: skip
+def outline(
+    g: GraphIndex, paths: Sequence[str], stale: Callable[[str], bool],
+    placed: dict[str, dict[int, OutlineEntry]] | None = None,
+) -> list[FileOutline]:  # fmt: skip
     """The definitions of these files, nested (methods under their class), in line order.
-    Fields are left out (their class shows them in its body)."""
+    Fields are left out (their class shows them in its body). `placed`, when given, gets
+    per path each entry by its definition's place among the file's definitions."""
     out = []
     for path in paths:
         f = g.files.get(path)
         if f is None:
             continue
-        fresh = stale(path)
-        entries = _nest(g, [d for d in f.tags.definitions if d.kind != "field"], fresh)
-        out.append(FileOutline(path, f.tags.language, tuple(entries), fresh))
+        mine: dict[int, OutlineEntry] = {}
+        out.append(_file_outline(f.stored, stale(path), mine))
+        if placed is not None:
+            placed[path] = mine
     return out
 
 
-def _nest(g: GraphIndex, defs: list[Definition], stale: bool) -> list[OutlineEntry]:
-    """Definitions as a forest by their `parent` (a parent not outlined: a root)."""
-    known = {d.qualified for d in defs}
-    children: dict[str, list[Definition]] = {}
-    roots: list[Definition] = []
-    for d in sorted(defs, key=lambda d: (d.start_line, -d.end_line)):
-        if d.parent and d.parent in known:
-            children.setdefault(d.parent, []).append(d)
-        else:
-            roots.append(d)
+def _file_outline(s: StoredFile, stale: bool, placed: dict[int, OutlineEntry]) -> FileOutline:
+    roots, children = forest(s)
 
-    def entry(d: Definition, depth: int) -> OutlineEntry:
-        kids = children.get(d.qualified, []) if depth < 4 else []
-        if d.kind not in CLASS_KINDS and d.kind != "module":
-            kids = [k for k in kids if k.kind in CLASS_KINDS]  # a function's helpers: left out
-        return OutlineEntry(symbol_item(g, d, stale), tuple(entry(k, depth + 1) for k in kids))
+    def entry(i: int) -> OutlineEntry:
+        kids = tuple(entry(k) for k in children.get(i, ()))
+        made = placed[i] = OutlineEntry(_item(s, i, stale), kids)
+        return made
 
-    return [entry(d, 0) for d in roots]
+    return FileOutline(s.tags.path, s.tags.language, tuple(entry(i) for i in roots), stale)
+
+
+def forest(s: StoredFile) -> tuple[list[int], dict[int, list[int]]]:
+    """A file's outline as places among its definitions: (roots, place → children), in
+    line order. A definition nests under its `parent` (a parent not outlined: a root), at
+    most `_DEEPEST` deep; under a function only classes (its helpers are left out)."""
+    defs = s.tags.definitions
+    places = [i for i, d in enumerate(defs) if d.kind != "field"]
+    named: dict[str, list[int]] = {}
+    for i in places:
+        named.setdefault(defs[i].qualified, []).append(i)
+    children: dict[int, list[int]] = {}
+    roots: list[int] = []
+    depth: dict[int, int] = {}
+    for i in sorted(places, key=lambda i: (defs[i].start_line, -defs[i].end_line)):
+        d = defs[i]
+        ups = named.get(d.parent) if d.parent else None
+        if not ups:
+            roots.append(i)
+            depth[i] = 0
+            continue
+        # of namesakes (a getter and its setter, overloads), the one around it
+        up = next((u for u in ups if defs[u].start_line <= d.start_line <= defs[u].end_line
+                   and u != i), ups[0])  # fmt: skip
+        d_up = defs[up]
+        if depth.get(up, _DEEPEST) >= _DEEPEST or (
+            d_up.kind not in CLASS_KINDS and d_up.kind != "module" and d.kind not in CLASS_KINDS
+        ):
+            continue
+        children.setdefault(up, []).append(i)
+        depth[i] = depth[up] + 1
+    return roots, children
+
+
+def preorder(roots: Sequence[int], children: Mapping[int, Sequence[int]]) -> list[int]:
+    out: list[int] = []
+    stack = list(reversed(roots))
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        stack.extend(reversed(children.get(i, ())))
+    return out

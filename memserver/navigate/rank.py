@@ -11,16 +11,17 @@ private names; a file's many uses of one name count as the square root of their 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Sequence
+from itertools import compress
 
 import numpy as np
 
-from memserver.core.graph import Definition
 from memserver.navigate.view import FileEntry, GraphIndex
 
 __all__ = ["Ranked", "rank"]
 
-Ranked = tuple[dict[str, float], dict[Definition, float]]  # file ranks, definition ranks
+# file → rank; (path, place among its file's definitions) → the definition's rank
+Ranked = tuple[dict[str, float], dict[tuple[str, int], float]]
 _DAMPING = 0.85
 _ROUNDS = 30
 _SPREAD = 10  # a name defined in more files than this links nowhere
@@ -43,7 +44,7 @@ def _weight(name: str, files: int) -> float:
 
 
 def rank(g: GraphIndex) -> Ranked:
-    """(file → rank, definition → rank), cached on the reading."""
+    """(file → rank, (path, place) → definition rank), cached on the reading."""
     held = g.cache.get("rank")
     if held is None:
         held = g.cache["rank"] = _rank(g)
@@ -51,59 +52,64 @@ def rank(g: GraphIndex) -> Ranked:
 
 
 def _rank(g: GraphIndex) -> Ranked:
-    defined: dict[str, dict[str, list[Definition]]] = {}  # name -> path -> definitions
-    for f in g.files.values():
-        for d in f.tags.definitions:
+    defined: dict[str, dict[str, list[int]]] = {}  # name -> path -> places of definitions
+    for path, f in g.files.items():
+        for place, d in enumerate(f.tags.definitions):
             if d.kind not in _SKIPPED:
-                defined.setdefault(d.name, {}).setdefault(d.path, []).append(d)
+                defined.setdefault(d.name, {}).setdefault(path, []).append(place)
+    # only uses of these names link: a file reads the rest (most of them) at C speed
+    linked = {name for name, where in defined.items() if len(where) <= _SPREAD}.__contains__
+    weights: dict[str, float] = {}  # name -> what a use of it weighs, before counting uses
     edges: dict[str, dict[str, float]] = {}
     flows: list[tuple[str, str, str, float]] = []  # (from, to, name, weight)
     for path, entry in g.files.items():
-        modules = {i.bound.split(".", 1)[0] for i in entry.tags.imports} | _OWN
+        names, kinds, qualifiers = _uses(entry)
+        modules: frozenset[str] | set[str] | None = None
         uses: dict[str, float] = {}
-        for name, kind, qualifier in _uses(entry):
+        rows = zip(names, kinds, qualifiers, strict=True)
+        for name, kind, qualifier in compress(rows, map(linked, names)):
             if kind == "import":
                 continue
-            # obj.name with obj of unknown type: any class's `name`, so it counts little
-            weight = 1.0 if not qualifier or qualifier.partition(".")[0] in modules else _UNTYPED
+            weight = 1.0
+            if qualifier:  # obj.name, obj of an unknown type: any class's `name`, counts little
+                if modules is None:
+                    modules = {i.bound.split(".", 1)[0] for i in entry.tags.imports} | _OWN
+                if qualifier.partition(".")[0] not in modules:
+                    weight = _UNTYPED
             uses[name] = uses.get(name, 0.0) + weight
         for name, count in uses.items():
-            where = defined.get(name)
-            if not where or len(where) > _SPREAD:
-                continue
-            weight = _weight(name, len(where)) * math.sqrt(count) / len(where)
+            where = defined[name]
+            each = weights.get(name)
+            if each is None:
+                each = weights[name] = _weight(name, len(where)) / len(where)
+            weight = each * math.sqrt(count)
             out = edges.setdefault(path, {})
             for target in where:  # a use in the defining file itself counts half
                 share = weight * (_OWN_FILE if target == path else 1.0)
                 out[target] = out.get(target, 0.0) + share
                 flows.append((path, target, name, share))
-    files = list(g.files)
-    ranks = _pagerank(files, edges)
+    ranks = _pagerank(list(g.files), edges)
     totals = {src: sum(out.values()) for src, out in edges.items()}
-    by_id: dict[int, float] = {}  # a definition's hash reads every field: hashed once each
-    held: dict[int, Definition] = {}
+    scores: dict[tuple[str, int], float] = {}
     for src, dst, name, weight in flows:
-        defs = defined[name][dst]
-        share = ranks[src] * weight / totals[src] / len(defs)
-        for d in defs:
-            key = id(d)
-            by_id[key] = by_id.get(key, 0.0) + share
-            held[key] = d
-    scores: dict[Definition, float] = {}
-    for key, score in by_id.items():  # the map is of the code, its tests come after it
-        d = held[key]
-        if _TESTS.intersection(d.path.split("/")[:-1]):
-            score *= 0.1
-        scores[d] = scores.get(d, 0.0) + score
+        places = defined[name][dst]
+        share = ranks[src] * weight / totals[src] / len(places)
+        for place in places:
+            key = (dst, place)
+            scores[key] = scores.get(key, 0.0) + share
+    tests = {p for p, _ in scores if _TESTS.intersection(p.split("/")[:-1])}
+    if tests:  # the map is of the code, its tests come after it
+        scores = {k: s * 0.1 if k[0] in tests else s for k, s in scores.items()}
     return ranks, scores
 
 
-def _uses(entry: FileEntry) -> Iterable[tuple[str, str, str]]:
-    """(name, kind, qualifier) of a file's references, read by column when they are."""
+def _uses(entry: FileEntry) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+    """(names, kinds, qualifiers) of a file's references, read by column when they are."""
     cols = entry.stored.columns
     if cols is not None:
-        return zip(cols.name, cols.kind, cols.qualifier, strict=True)
-    return ((at.ref.name, at.ref.kind, at.ref.qualifier) for at in entry.refs())
+        return cols.name, cols.kind, cols.qualifier
+    refs = [at.ref for at in entry.refs()]
+    return [r.name for r in refs], [r.kind for r in refs], [r.qualifier for r in refs]
 
 
 def _pagerank(nodes: list[str], edges: dict[str, dict[str, float]]) -> dict[str, float]:

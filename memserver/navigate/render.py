@@ -13,8 +13,8 @@ from memserver.core.render import dumps, one_line
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 
 __all__ = [
-    "NAMED", "Navigation", "answer_items", "fit", "neighbours_form", "outline_form",
-    "outline_sizes", "references_form", "symbols_form",
+    "NAMED", "Head", "Navigation", "answer_items", "fit", "neighbours_form", "outline_form",
+    "outline_size", "references_form", "symbols_form",
 ]  # fmt: skip
 
 STALE = " [changed since indexed: re-read the file]"
@@ -275,22 +275,29 @@ def _entry_lines(e: OutlineEntry, keep: set[int], depth: int) -> list[str]:
     return rows
 
 
-def outline_sizes(order: Sequence[OutlineEntry]) -> list[int]:
-    """About the tokens each entry adds to the JSON form (the longer one)."""
-    return [(len(e.item.signature) + 2 * len(e.item.symbol) + 120) // 3 for e in order]
+def outline_size(signature: str, symbol: str) -> int:
+    """About the tokens an entry adds to the JSON form (the longer one)."""
+    return (len(signature) + 2 * len(symbol) + 120) // 3
 
 
-def outline_form(
-    files: Sequence[FileOutline], order: Sequence[OutlineEntry], title: str,
-    stale: Callable[[str], bool],
-) -> Callable[[int, bool], Form]:  # fmt: skip
-    """`order`: every entry, in the order they are cut (kept entries keep their place, with
-    their parents); `stale` tells the files that changed on disk since indexing."""
-    parent: dict[int, OutlineEntry] = {}
-    home: dict[int, int] = {}  # a root entry's file (its place in `files`)
-    for n, f in enumerate(files):
+# the first n entries of an outline in the order it is cut, and the files they are in
+Head = Callable[[int], tuple[Sequence[FileOutline], Sequence[OutlineEntry]]]
+
+
+def outline_form(head: Head, total: int, title: str, stale: Callable[[str], bool]
+                 ) -> Callable[[int, bool], Form]:  # fmt: skip
+    """An outline of `total` entries cut after its first n (`head(n)`: kept entries keep
+    their place, with their parents); `stale` tells the files that changed on disk since
+    indexing. The files come in the order `head` gives them."""
+    parent: dict[int, OutlineEntry | None] = {}  # id(entry) -> its parent (None: a root)
+    home: dict[int, str] = {}  # id(root entry) -> its file's path
+    learnt: set[str] = set()
+
+    def learn(f: FileOutline) -> None:
+        learnt.add(f.path)
         stack = list(f.entries)
-        home.update((id(e), n) for e in f.entries)
+        for e in f.entries:
+            parent[id(e)], home[id(e)] = None, f.path
         while stack:
             e = stack.pop()
             for k in e.children:
@@ -298,21 +305,24 @@ def outline_form(
                 stack.append(k)
 
     def render(n: int, truncated: bool) -> Form:
+        files, first = head(n)
+        for f in files:
+            if f.path not in learnt:
+                learn(f)
         keep: set[int] = set()
-        shown: set[int] = set()
-        for e in order[:n]:
+        shown: set[str] = set()
+        for e in first:
             while id(e) not in keep:  # a kept entry keeps its parents
                 keep.add(id(e))
-                up = parent.get(id(e))
+                up = parent[id(e)]
                 if up is None:
                     shown.add(home[id(e)])
                     break
                 e = up
-        total = len(order)
         parts = [f"{title}: {len(keep)} of {total} definitions in {len(shown)} files"
                  + (TRUNCATED if truncated else "")]  # fmt: skip
         groups = []
-        for f in (files[i] for i in sorted(shown)):
+        for f in (f for f in files if f.path in shown):
             changed = stale(f.path)
             parts.append(f"## {one_line(f.path)}" + (STALE if changed else ""))
             group: dict[str, Any] = {"path": f.path}

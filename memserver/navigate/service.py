@@ -8,6 +8,7 @@ only when size or mtime moved). Scopes do not apply: code is project-wide.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from memserver.navigate.render import (
     fit,
     neighbours_form,
     outline_form,
-    outline_sizes,
+    outline_size,
     references_form,
     symbols_form,
 )
@@ -86,17 +87,8 @@ class Navigator:
         in file and line order; without a path, the repository map's best first."""
         g = self.graph()
         if path is None or not path.strip():
-            return self._map(g)
-        key = f"outline {path.strip()}"
-        held = g.cache.get(key)
-        if held is None:
-            files = find.outline(g, _matching(g, path), _no_stale)
-            held = (files, [e for f in files for e in _preorder(f.entries)])
-            outlines = [k for k in g.cache if k.startswith("outline ")]
-            for old in outlines[: max(0, len(outlines) - _OUTLINES + 1)]:
-                del g.cache[old]  # the oldest first (dicts keep their order)
-            g.cache[key] = held
-        return held
+            return _RepoMap.of(g).head(None)
+        return _outline(g, path)
 
     # -- budgeted answers -----------------------------------------------------------------------
 
@@ -117,10 +109,17 @@ class Navigator:
         return self._fit(answer_items(of, found), form, budget_tokens)
 
     def outline(self, path: str | None = None, budget_tokens: int | None = None) -> Navigation:
-        files, order = self.outline_of(path)
-        title = f"outline of {path.strip()}" if path and path.strip() else "repository map"
-        form = outline_form(files, order, title, self._stale(self.graph()))
-        return self._fit(len(order), form, budget_tokens, outline_sizes(order))
+        g = self.graph()
+        stale = self._stale(g)
+        if path is None or not path.strip():
+            whole = _RepoMap.of(g)
+            form = outline_form(whole.head, len(whole.keys), "repository map", stale)
+            return self._fit(len(whole.keys), form, budget_tokens, whole.sizes)
+        files, order = _outline(g, path)
+        sizes = [outline_size(e.item.signature, e.item.symbol) for e in order]
+        form = outline_form(lambda n: (files, order[:n]), len(order),
+                            f"outline of {path.strip()}", stale)  # fmt: skip
+        return self._fit(len(order), form, budget_tokens, sizes)
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -130,21 +129,6 @@ class Navigator:
     ) -> Navigation:  # fmt: skip
         budget = check_budget(self.budget_tokens if budget_tokens is None else budget_tokens)
         return fit(total, render, budget, self.tokens.count, sizes)
-
-    def _map(self, g: GraphIndex) -> tuple[list[FileOutline], list[OutlineEntry]]:
-        """Files by rank (those defining something), and every entry best first: built once
-        per reading of the graph."""
-        held = g.cache.get("map")
-        if held is None:
-            file_rank, def_rank = rank.rank(g)
-            paths = sorted((p for p, f in g.files.items() if f.tags.definitions),
-                           key=lambda p: (-file_rank.get(p, 0.0), p))  # fmt: skip
-            files = find.outline(g, paths, _no_stale)
-            entries = [e for f in files for e in _preorder(f.entries)]
-            score = {g.def_id(d): s for d, s in def_rank.items()}
-            order = sorted(entries, key=lambda e: -score.get(e.item.id, 0.0))
-            held = g.cache["map"] = (files, order)
-        return held
 
     def _stale(self, g: GraphIndex) -> Callable[[str], bool]:
         """path → whether it changed on disk since indexing (memoised for one answer)."""
@@ -167,6 +151,60 @@ class Navigator:
 
 def _no_stale(_: str) -> bool:
     return False
+
+
+class _RepoMap:
+    """The repository map of one reading: every entry's place, best first (by `rank`),
+    made into entries only for the files an answer shows (a budget shows a few dozen of
+    mongoose's 2,976). Built once per reading (`of`)."""
+
+    def __init__(self, g: GraphIndex) -> None:
+        file_rank, def_rank = rank.rank(g)
+        self.g = g
+        self.paths = sorted((p for p, f in g.files.items() if f.tags.definitions),
+                            key=lambda p: (-file_rank.get(p, 0.0), p))  # fmt: skip
+        keys: list[tuple[str, int]] = []  # (path, place among its definitions)
+        for path in self.paths:
+            keys += ((path, i) for i in find.preorder(*find.forest(g.files[path].stored)))
+        keys.sort(key=lambda k: -def_rank.get(k, 0.0))  # stable: ties keep file and line order
+        self.keys = keys
+        defs = {p: g.files[p].tags.definitions for p in self.paths}
+        self.sizes = [outline_size(d.signature, d.qualified) for d in (defs[p][i] for p, i in keys)]
+        self._files: dict[str, FileOutline] = {}
+        self._placed: dict[str, dict[int, OutlineEntry]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def of(g: GraphIndex) -> _RepoMap:
+        held = g.cache.get("map")
+        if held is None:
+            held = g.cache["map"] = _RepoMap(g)
+        return held
+
+    def head(self, n: int | None) -> tuple[list[FileOutline], list[OutlineEntry]]:
+        """(the files of the first n entries, by rank; those entries): all with None."""
+        first = self.keys[:n]
+        with self._lock:
+            missing = sorted({p for p, _ in first}.difference(self._files))
+            for f in find.outline(self.g, missing, _no_stale, self._placed):
+                self._files[f.path] = f
+            files = [self._files[p] for p in self.paths if p in self._files]
+            return files, [self._placed[p][i] for p, i in first]
+
+
+def _outline(g: GraphIndex, path: str) -> tuple[list[FileOutline], list[OutlineEntry]]:
+    """The files a path, folder or glob names, and their entries in file and line order
+    (the last `_OUTLINES` asked for kept with the reading)."""
+    key = f"outline {path.strip()}"
+    held = g.cache.get(key)
+    if held is None:
+        files = find.outline(g, _matching(g, path), _no_stale)
+        held = (files, [e for f in files for e in _preorder(f.entries)])
+        outlines = [k for k in g.cache if k.startswith("outline ")]
+        for old in outlines[: max(0, len(outlines) - _OUTLINES + 1)]:
+            del g.cache[old]  # the oldest first (dicts keep their order)
+        g.cache[key] = held
+    return held
 
 
 def _preorder(entries: Sequence[OutlineEntry]) -> list[OutlineEntry]:

@@ -10,6 +10,7 @@ import pytest
 
 from memserver.core.errors import BadRequest
 from memserver.engine import Engine
+from memserver.navigate.items import OutlineEntry
 from memserver.navigate.service import Navigator
 from memserver.tokens import default_counter
 from tests.conftest import write_tree
@@ -91,6 +92,42 @@ def test_outline_nests_and_the_map_ranks(nav: Navigator) -> None:
     assert order[0].item.symbol == "RetryPolicy"  # the only definition another one uses
     with pytest.raises(BadRequest, match="leaves the project root"):
         nav.outline_of("../x")
+
+
+def test_an_outline_puts_each_definition_once_under_the_namesake_around_it(tmp_path: Path
+                                                                         ) -> None:  # fmt: skip
+    """Two namespaces of one name (declaration merging), a getter and its setter: each
+    child is listed once, under the one whose lines hold it, in the map as in the file's
+    outline."""
+    shapes = ("namespace Shapes {\n  export class Circle {\n    area(): number { return 1; }\n"
+              "  }\n}\n\nnamespace Shapes {\n  export class Square {\n"
+              "    side(): number { return 2; }\n  }\n}\n")  # fmt: skip
+    props = ("class Box:\n    @property\n    def size(self):\n        class Inner:\n"
+             "            pass\n        return 1\n\n    @size.setter\n    def size(self, value):\n"
+             "        class Other:\n            pass\n        self._size = value\n")  # fmt: skip
+    root = write_tree(tmp_path / "repo", {"shapes.ts": shapes, "props.py": props})
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    nav = engine.navigator()
+
+    def tree(entries: tuple[OutlineEntry, ...]) -> list[object]:
+        return [(e.item.symbol, e.item.start_line, tree(e.children)) for e in entries]
+
+    [ts] = nav.outline_of("shapes.ts")[0]
+    assert tree(ts.entries) == [
+        ("Shapes", 1, [("Shapes.Circle", 2, [("Shapes.Circle.area", 3, [])])]),
+        ("Shapes", 7, [("Shapes.Square", 8, [("Shapes.Square.side", 9, [])])]),
+    ]
+    [py] = nav.outline_of("props.py")[0]
+    getter, setter = ("Box.size", 3, [("Box.size.Inner", 4, [])]), ("Box.size", 9, [
+        ("Box.size.Other", 10, [])])  # fmt: skip
+    assert tree(py.entries) == [("Box", 1, [getter, setter])]
+    files, order = nav.outline_of()
+    assert sorted(e.item.id for e in order) == sorted({e.item.id for e in order})
+    assert {f.path: tree(f.entries) for f in files} == {"shapes.ts": tree(ts.entries),
+                                                        "props.py": tree(py.entries)}  # fmt: skip
+    whole = nav.outline(None, 4096)
+    assert whole.text.count("class Square") == 1 and whole.data["total"] == len(order) == 11
 
 
 @pytest.mark.parametrize("budget", [256, 400, 4096])
