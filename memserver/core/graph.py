@@ -144,7 +144,8 @@ def make_definition(*values: object) -> Definition:
 @dataclass(frozen=True, slots=True)
 class RefColumns:
     """A file's references column by column, in file order (reading a large graph makes no
-    `Reference` until one is asked for)."""
+    `Reference` until one is asked for). A string column may be coded: its `codes` (a
+    NumPy array) index its `values`, which the files read together share."""
 
     name: Sequence[str]
     kind: Sequence[str]

@@ -492,7 +492,8 @@ _BY_COLUMN = ("name", "kind", "line", "column", "enclosing", "qualifier", "recei
 
 class _Coded(Sequence[str]):
     """A column of strings as codes into its distinct values: one object per value, where
-    a Python list holds one per row (Django's 320k references: 128 MB as lists)."""
+    a Python list holds one per row (Django's 320k references: 128 MB as lists). The
+    files of one read share `values` (see `RefColumns`)."""
 
     __slots__ = ("codes", "values")
 

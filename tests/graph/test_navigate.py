@@ -10,8 +10,10 @@ import pytest
 
 from memserver.core.errors import BadRequest
 from memserver.engine import Engine
+from memserver.navigate import rank
 from memserver.navigate.items import OutlineEntry
 from memserver.navigate.service import Navigator
+from memserver.navigate.view import GraphIndex
 from memserver.tokens import default_counter
 from tests.conftest import write_tree
 
@@ -128,6 +130,44 @@ def test_an_outline_puts_each_definition_once_under_the_namesake_around_it(tmp_p
                                                         "props.py": tree(py.entries)}  # fmt: skip
     whole = nav.outline(None, 4096)
     assert whole.text.count("class Square") == 1 and whole.data["total"] == len(order) == 11
+
+
+def test_the_map_ranks_a_reading_the_same_however_it_was_read(tmp_path: Path) -> None:
+    """By columns or by objects, from one read or from two (a reading a change made: its
+    files' columns share no values with the rest), the same ranks, and not all alike."""
+    files = {"pkg/__init__.py": "", "tests/test_core.py": "from pkg.core import Engine\n\n\n"
+             "def test_engine():\n    assert Engine().run_everything()\n"}  # fmt: skip
+    for i in range(6):
+        files[f"pkg/mod{i}.py"] = (
+            "from pkg.core import Engine, helper_function\n\n\n"
+            f"class Part{i}:\n    def go(self, engine: Engine):\n"
+            f"        return engine.run_everything() + helper_function({i})\n"
+            + "".join(f"\n\ndef use_{i}_{k}():\n    return Part{k}().go(None)\n"
+                      for k in range(i))
+        )  # fmt: skip
+    files["pkg/core.py"] = ("class Engine:\n    def run_everything(self):\n        return 1\n\n\n"
+                            "def helper_function(x):\n    return x\n")  # fmt: skip
+    root = write_tree(tmp_path / "repo", files)
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    store = engine.open_store()
+    manifest = store.files.read()
+    by_columns = GraphIndex(store.graph.load(columns=True), manifest)
+    by_objects = GraphIndex(store.graph.load(), manifest)
+    everything = store.graph.load(columns=True)
+    half = {s.tags.path for s in everything[::2]}
+    first = GraphIndex([s for s in everything if s.tags.path in half], manifest)
+    versions = [s.version for s in everything if s.tags.path not in half]
+    changed = first.changed(store.graph.load(versions, columns=True), (), manifest)
+    ranked = [rank.rank(g) for g in (by_columns, by_objects, changed)]
+    files_rank, defs_rank = ranked[0]
+    assert len(set(files_rank.values())) > 3 and len(set(defs_rank.values())) > 3
+    assert max(defs_rank, key=defs_rank.__getitem__)[0] == "pkg/core.py"  # used everywhere
+    for other_files, other_defs in ranked[1:]:
+        assert other_files.keys() == files_rank.keys() and other_defs.keys() == defs_rank.keys()
+        for key, value in [*files_rank.items(), *defs_rank.items()]:
+            theirs = other_files.get(key) if isinstance(key, str) else other_defs.get(key)
+            assert theirs == pytest.approx(value, rel=1e-9), key
 
 
 @pytest.mark.parametrize("budget", [256, 400, 4096])
