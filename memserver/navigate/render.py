@@ -20,6 +20,7 @@ __all__ = [
 STALE = " [changed since indexed: re-read the file]"
 TRUNCATED = "; more were left out to fit the budget: raise budget_tokens or narrow"
 Form = tuple[str, dict[str, Any]]
+_STEERED = 4  # probes guided by the tokens per item; then halving (items far from alike)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,18 +53,20 @@ def fit(total: int, render: Callable[[int, bool], Form], budget: int,
         while guess < total and used + sizes[guess] <= budget:
             used += sizes[guess]
             guess += 1
+    probes = 0
     while high - low > 1:  # the guess, then by the tokens per item, then halving what is left
         mid = min(high - 1, max(low + 1, guess)) if guess > 0 else low + 1
         measured = size(mid)
+        probes += 1
         if measured[0] <= budget:
             low, fits[mid] = mid, measured
             if mid == total:
                 break
             guess = mid + max(1, (mid * (budget - measured[0])) // max(1, measured[0]))
-        else:
+        else:  # as many as fit at the tokens per item this one took: most often the cut
             high = mid
-            guess = low + (high - low) // 2
-        if guess >= high or guess <= low:
+            guess = (mid * budget) // max(1, measured[0])
+        if probes >= _STEERED or guess >= high or guess <= low:
             guess = low + (high - low) // 2
     if low == 0:
         fits[0] = size(0)
