@@ -154,7 +154,11 @@ def load_stored(root: Path, index_dir: Path) -> Project:
         for p, e in graph.files.items()
         if p.endswith((".py", ".pyi"))
     }
-    resolved, referrers, at_line = _resolved(tags, lambda ref, ft: graph.resolve(ref))
+    # every ranked candidate, as the stored graph resolves (its reading keeps the best)
+    stored = graph.stored
+    resolved, referrers, at_line = _resolved(
+        tags, lambda ref, ft: resolve(ref, stored[ref.path].tags, graph.table)
+    )
     done = time.perf_counter()
     seconds = {"index": indexed - started, "load": loaded - indexed, "resolve": done - loaded}
     return Project(root, tags, graph.table, resolved, referrers, at_line, seconds,

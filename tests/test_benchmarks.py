@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
+import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import write_tree
 
 BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
 
@@ -47,3 +51,40 @@ def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:
     )
     assert _ours(script) == [("memserver.engine", "Engine"),
                              ("memserver.store.chunks", "chunk_from_row")]  # fmt: skip
+
+
+_PACKAGE = {
+    "shop/__init__.py": "from shop.cart import Cart\n",
+    "shop/cart.py": "from shop.prices import total_of\n\n\nclass Cart:\n"
+    "    def __init__(self):\n        self.items = []\n\n"
+    "    def add(self, item):\n        self.items.append(item)\n        return self\n\n"
+    "    def total(self):\n        return total_of(self.items)\n",
+    "shop/prices.py": "def total_of(items):\n    return sum(price_of(i) for i in items)\n\n\n"
+    "def price_of(item):\n    return item.price\n",
+    "shop/checkout.py": "from shop.cart import Cart\n\n\ndef checkout(things):\n"
+    "    cart = Cart()\n    for t in things:\n        cart.add(t)\n    return cart.total()\n",
+}
+
+
+@pytest.mark.slow
+def test_the_graph_benchmarks_run_on_a_small_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They call into the graph's internals (a reading, resolution): run, not only
+    imported, so a change there that breaks them fails here, not weeks later."""
+    root = write_tree(tmp_path / "shop", _PACKAGE)
+    sys.path.insert(0, str(BENCHMARKS[0].parent))
+    try:
+        graph_jedi = importlib.import_module("graph_jedi")
+        graph_latency = importlib.import_module("graph_latency")
+    finally:
+        sys.path.remove(str(BENCHMARKS[0].parent))
+    assert graph_jedi.main([str(root), "--stored", "--names", "4", "--json"]) == 0
+    checked = json.loads(capsys.readouterr().out)
+    [package] = checked if isinstance(checked, list) else checked["packages"]
+    assert package["names"] == 4 and package["symbol_agreement"] == 1.0
+    assert package["references_recall"] == 1.0
+    assert graph_latency.main([str(root), "--names", "4", "--json"]) == 0
+    [timed] = json.loads(capsys.readouterr().out)
+    assert timed["files"] == len(_PACKAGE) and timed["names"] == 4
+    assert timed["outline_map_first_ms"] > 0 and timed["symbol_ms"]["p95"] > 0
