@@ -4,6 +4,7 @@ references to definitions, callers and callees, and outlines. No budget here (se
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Mapping, Sequence
 
@@ -240,22 +241,27 @@ def forest(s: StoredFile) -> tuple[list[int], dict[int, list[int]]]:
     most `_DEEPEST` deep; under a function only classes (its helpers are left out)."""
     defs = s.tags.definitions
     places = [i for i, d in enumerate(defs) if d.kind != "field"]
-    named: dict[str, list[int]] = {}
-    for i in places:
+    ordered = sorted(places, key=lambda i: (defs[i].start_line, -defs[i].end_line))
+    named: dict[str, list[int]] = {}  # qualified name -> its definitions, by first line
+    for i in ordered:
         named.setdefault(defs[i].qualified, []).append(i)
+    starts = {q: [defs[u].start_line for u in ups] for q, ups in named.items() if len(ups) > 1}
     children: dict[int, list[int]] = {}
     roots: list[int] = []
     depth: dict[int, int] = {}
-    for i in sorted(places, key=lambda i: (defs[i].start_line, -defs[i].end_line)):
+    for i in ordered:
         d = defs[i]
         ups = named.get(d.parent) if d.parent else None
         if not ups:
             roots.append(i)
             depth[i] = 0
             continue
-        # of namesakes (a getter and its setter, overloads), the one around it
-        up = next((u for u in ups if defs[u].start_line <= d.start_line <= defs[u].end_line
-                   and u != i), ups[0])  # fmt: skip
+        up = ups[0]
+        if len(ups) > 1:  # namesakes (a getter and its setter, overloads): the one around it
+            at = bisect.bisect_right(starts[d.parent], d.start_line) - 1
+            while at >= 0 and (defs[ups[at]].end_line < d.start_line or ups[at] == i):
+                at -= 1
+            up = ups[at] if at >= 0 else up
         d_up = defs[up]
         if depth.get(up, _DEEPEST) >= _DEEPEST or (
             d_up.kind not in CLASS_KINDS and d_up.kind != "module" and d.kind not in CLASS_KINDS

@@ -124,6 +124,16 @@ def test_an_outline_puts_each_definition_once_under_the_namesake_around_it(tmp_p
     getter, setter = ("Box.size", 3, [("Box.size.Inner", 4, [])]), ("Box.size", 9, [
         ("Box.size.Other", 10, [])])  # fmt: skip
     assert tree(py.entries) == [("Box", 1, [getter, setter])]
+    many = "".join(f"def f():\n    class Inner{i}:\n        pass\n    return {i}\n\n\n"
+                   for i in range(40))  # fmt: skip
+    (root / "gen.py").write_text(many, encoding="utf-8")
+    engine.index()
+    [gen] = engine.navigator().outline_of("gen.py")[0]
+    assert [(e.item.start_line, [k.item.symbol for k in e.children]) for e in gen.entries] == [
+        (1 + 6 * i, [f"f.Inner{i}"]) for i in range(40)
+    ]
+    (root / "gen.py").unlink()
+    engine.index()
     files, order = nav.outline_of()
     assert sorted(e.item.id for e in order) == sorted({e.item.id for e in order})
     assert {f.path: tree(f.entries) for f in files} == {"shapes.ts": tree(ts.entries),
