@@ -67,7 +67,9 @@ def fit(total: int, render: Callable[[int, bool], Form], budget: int,
             high = mid
             guess = (mid * budget) // max(1, measured[0])
         if probes >= _STEERED or guess >= high or guess <= low:
-            guess = low + (high - low) // 2
+            # halving what is left; with no render too long yet, doubling what fits (halving
+            # up to `total` would render thousands of entries to cut a map at sixty)
+            guess = low + (high - low) // 2 if high <= total else min(total, 2 * low + 1)
     if low == 0:
         fits[0] = size(0)
     used, form = fits[low]

@@ -64,3 +64,15 @@ def test_items_of_about_one_size_take_a_few_renders_from_an_estimate_a_little_of
         fit(total, render, rng.randint(256, 8000), _words,
             [round((k + 1) * off) for k in lengths])  # fmt: skip
         assert len(asked) <= 4, (seed, asked)
+
+
+def test_a_cut_found_from_below_never_renders_far_past_it() -> None:
+    """Items that add nothing (a map's entries a better one already brought in as a parent)
+    stall the steering below the cut; what follows doubles what fits, it does not halve the
+    way to the last of thousands of items."""
+    lengths = [20] * 45 + [0] * 30 + [20] * 5000
+    render, asked = _answer(lengths)
+    answer = fit(len(lengths), render, 1000, _words, [21] * len(lengths))
+    kept = len(answer.data["items"])
+    assert kept == 79  # 45 + 30 + 4 items of 20 words and the header's 3: 983 words
+    assert max(asked) <= 2 * kept + 2, asked
