@@ -161,6 +161,15 @@ class RefColumns:
                    self.qualifier, self.receiver_type, strict=True)  # fmt: skip
         return [make_reference(path, *row) for row in rows]
 
+    def of_kind(self, path: str, kind: str) -> list[Reference]:
+        """The references of one kind, made only for their rows (a reading keeps a file's
+        bases this way: Django's 320k references made to keep 1.6k took 0.6 s)."""
+        return [
+            make_reference(path, self.name[at], k, self.line[at], self.column[at],
+                           self.enclosing[at], self.qualifier[at], self.receiver_type[at])
+            for at, k in enumerate(self.kind) if k == kind
+        ]  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class StoredFile:

@@ -620,7 +620,7 @@ def _files(
         r, r_chunks = references.get(version, ([], []))
         cols = by_column.get(version)
         if cols is not None:  # the bases only: what resolution reads of a file's references
-            r = [x for x in cols.references(path) if x.kind == "inherit"]
+            r = cols.of_kind(path, "inherit")
         bindings = tuple(
             Import(path, i["module"], i["name"], i["alias"], i["line"], i["star"], i["enclosing"])
             for i in imports or ()
