@@ -24,6 +24,7 @@ from __future__ import annotations
 import posixpath
 import re
 import weakref
+from typing import cast
 
 from memserver.core.graph import CLASS_KINDS, Definition, FileTags, Import, Reference
 from memserver.graph.languages import (
@@ -65,13 +66,16 @@ def resolve(reference: Reference, tags: FileTags, table: SymbolTable) -> list[Ca
     return resolver.reference(reference, tags)
 
 
+# A table's resolver (its memos) lives as long as the table: it holds the table by a weak
+# proxy, so the table's last reading going frees both (a strong hold kept every table a
+# watcher's readings ever resolved with, and their memos, for the life of the process).
 _RESOLVERS: weakref.WeakKeyDictionary[SymbolTable, _Resolver] = weakref.WeakKeyDictionary()
 
 
 class _Resolver:
     def __init__(self, table: SymbolTable) -> None:
-        self.table = table
-        self.modules = Modules(table)
+        self.table = cast(SymbolTable, weakref.proxy(table))
+        self.modules = Modules(self.table)
         self._bound: dict[str, dict[str, list[Import]]] = {}
         self._bases: dict[Definition, list[Definition]] = {}
         self._values: dict[Definition, list[Candidate]] = {}

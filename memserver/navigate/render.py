@@ -20,7 +20,7 @@ __all__ = [
 STALE = " [changed since indexed: re-read the file]"
 TRUNCATED = "; more were left out to fit the budget: raise budget_tokens or narrow"
 Form = tuple[str, dict[str, Any]]
-_STEERED = 4  # probes guided by the tokens per item; then halving (items far from alike)
+_STEERED = 4  # probes guided by the tokens per item; then halving or doubling (see `fit`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,7 +87,7 @@ class Navigator:
         in file and line order; without a path, the repository map's best first."""
         g = self.graph()
         if path is None or not path.strip():
-            return _RepoMap.of(g).head(None)
+            return _RepoMap.of(g).head(g, None)
         return _outline(g, path)
 
     # -- budgeted answers -----------------------------------------------------------------------
@@ -113,7 +113,8 @@ class Navigator:
         stale = self._stale(g)
         if path is None or not path.strip():
             whole = _RepoMap.of(g)
-            form = outline_form(whole.head, len(whole.keys), "repository map", stale)
+            form = outline_form(lambda n: whole.head(g, n), len(whole.keys), "repository map",
+                                stale)  # fmt: skip
             return self._fit(len(whole.keys), form, budget_tokens, whole.sizes)
         files, order = _outline(g, path)
         sizes = [outline_size(e.item.signature, e.item.symbol) for e in order]
@@ -156,11 +157,11 @@ def _no_stale(_: str) -> bool:
 class _RepoMap:
     """The repository map of one reading: every entry's place, best first (by `rank`),
     made into entries only for the files an answer shows (a budget shows a few dozen of
-    mongoose's 2,976). Built once per reading (`of`)."""
+    mongoose's 2,976). Built once per reading (`of`), and held by it: it does not hold the
+    reading (a cycle would keep a dropped reading until the cyclic GC found it)."""
 
     def __init__(self, g: GraphIndex) -> None:
         file_rank, def_rank = rank.rank(g)
-        self.g = g
         self.paths = sorted((p for p, f in g.files.items() if f.tags.definitions),
                             key=lambda p: (-file_rank.get(p, 0.0), p))  # fmt: skip
         keys: list[tuple[str, int]] = []  # (path, place among its definitions)
@@ -181,12 +182,13 @@ class _RepoMap:
             held = g.cache["map"] = _RepoMap(g)
         return held
 
-    def head(self, n: int | None) -> tuple[list[FileOutline], list[OutlineEntry]]:
-        """(the files of the first n entries, by rank; those entries): all with None."""
+    def head(self, g: GraphIndex, n: int | None) -> tuple[list[FileOutline], list[OutlineEntry]]:
+        """(the files of the first n entries, by rank; those entries): all with None. `g`:
+        the reading this map is of."""
         first = self.keys[:n]
         with self._lock:
             missing = sorted({p for p, _ in first}.difference(self._files))
-            for f in find.outline(self.g, missing, _no_stale, self._placed):
+            for f in find.outline(g, missing, _no_stale, self._placed):
                 self._files[f.path] = f
             files = [self._files[p] for p in self.paths if p in self._files]
             return files, [self._placed[p][i] for p, i in first]

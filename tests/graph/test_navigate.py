@@ -3,7 +3,9 @@ answers whose text and JSON each fit the budget by the real tokenizer."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import pytest
@@ -265,3 +267,25 @@ def test_depth_two_goes_on_from_the_first_direct_neighbours_and_says_so(
     assert deep == [f"top_{s.removeprefix('caller_')}" for s in direct[:3]]
     assert "depth 2 of the first 3 of the 6 direct ones" in cut.text
     assert cut.data["depth_2_from"] == 3
+
+
+def test_a_dropped_reading_is_freed_at_once_with_its_table_and_resolver(indexed_repo: Path
+                                                                        ) -> None:  # fmt: skip
+    """A watcher makes a reading a change: the one it replaces, once every answer has
+    read it (map, outline, resolution memos included), goes at once, not at the cyclic
+    GC's next full pass, nor never (its symbol table held by its own resolver)."""
+    store = Engine(indexed_repo, None, env={}).open_store()
+
+    def answered() -> tuple[weakref.ref[GraphIndex], weakref.ref[object]]:
+        g = GraphIndex(store.graph.load(columns=True), store.files.read())
+        nav = Navigator(lambda: g, default_counter())
+        nav.outline(None), nav.outline("src/"), nav.symbol("delays")
+        nav.references("RetryPolicy"), nav.neighbors("send_with_retry", 2)
+        return weakref.ref(g), weakref.ref(g.table)
+
+    gc.disable()  # freed by reference counts alone, or not at all
+    try:
+        reading, table = answered()
+        assert reading() is None and table() is None
+    finally:
+        gc.enable()
