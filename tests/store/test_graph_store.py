@@ -133,6 +133,33 @@ def test_row_buffers_that_do_not_hold_together_are_refused() -> None:
                 _batch(parts, REF_OWN_SCHEMA)
 
 
+def test_each_row_names_the_chunk_its_line_sits_in_within_its_own_file() -> None:
+    """Rows of many files at once, their lines anywhere (above a file's first chunk, on a
+    chunk's first line, past its last, in a file without chunks): each gets its own
+    file's chunk, as a search of that file's chunks alone gives it."""
+    import bisect
+    import random
+
+    import numpy as np
+
+    from memserver.store.graph import _chunk_of_rows
+
+    rng = random.Random(7)
+    for _ in range(50):
+        files: list[list[tuple[str, int, int]]] = []
+        for f in range(rng.randint(1, 6)):
+            starts = sorted(rng.sample(range(1, 200), rng.choice([0, 1, 2, 5, 20])))
+            files.append([(f"c{f}_{s}", s, s) for s in starts])
+        owner = np.array(sorted(rng.randrange(len(files)) for _ in range(rng.randint(0, 80))))
+        lines = np.array([rng.randint(1, 220) for _ in owner], np.int32)
+        expected = []
+        for o, line in zip(owner.tolist(), lines.tolist(), strict=True):
+            spans = files[o]
+            at = bisect.bisect_right([s for _, s, _ in spans], line) - 1
+            expected.append(spans[max(at, 0)][0] if spans else "")
+        assert _chunk_of_rows(files, owner, lines).to_pylist() == expected
+
+
 def test_a_new_graph_version_tags_every_file_again_and_keeps_the_vectors(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
