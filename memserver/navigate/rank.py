@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from memserver.core.arrays import ranges
 from memserver.navigate.view import FileEntry, GraphIndex
 
 __all__ = ["Ranked", "rank"]
@@ -92,7 +93,7 @@ class _Defined:
         self.at = np.concatenate([[0], np.cumsum(spread[chosen])]).astype(np.int64)
         self.files = file[run[linking]]
         self.starts = np.concatenate([[0], np.cumsum(length[linking])]).astype(np.int64)
-        self.defs = number[_ranges(run[linking], length[linking])]
+        self.defs = number[ranges(run[linking], length[linking])]
 
     def number(self, values: Sequence[str]) -> np.ndarray:
         missing = len(self._code)
@@ -117,7 +118,7 @@ def _rank(g: GraphIndex) -> Ranked:
     link = each[name] * np.sqrt(uses)
     # one flow per (pair, file defining its name); a use in the defining file counts half
     flow = np.repeat(np.arange(len(name)), fan)
-    at = _ranges(defined.at[name], fan)  # each flow's (name, file) entry in `defined`
+    at = ranges(defined.at[name], fan)  # each flow's (name, file) entry in `defined`
     flow_src, flow_dst = src[flow], defined.files[at]
     share = link[flow] * np.where(flow_dst == flow_src, _OWN_FILE, 1.0)
     n = len(paths)
@@ -127,7 +128,7 @@ def _rank(g: GraphIndex) -> Ranked:
     # each definition's part of the rank that flows into its file through its name
     per = ranks[flow_src] * share / np.where(totals[flow_src] > 0, totals[flow_src], 1.0)
     held = defined.starts[at + 1] - defined.starts[at]  # definitions of the name there
-    numbers = defined.defs[_ranges(defined.starts[at], held)]
+    numbers = defined.defs[ranges(defined.starts[at], held)]
     scores = np.bincount(numbers, weights=np.repeat(per / held, held), minlength=defined.count)
     reached = np.flatnonzero(np.bincount(numbers, minlength=defined.count))
     owner = np.searchsorted(defined.first, reached, side="right") - 1
@@ -211,16 +212,6 @@ def _columns(entry: FileEntry) -> tuple[Sequence[str], Sequence[str], Sequence[s
         return cols.name, cols.kind, cols.qualifier
     refs = [at.ref for at in entry.refs()]
     return [r.name for r in refs], [r.kind for r in refs], [r.qualifier for r in refs]
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The concatenation of range(s, s + n) for each start s and length n."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, np.int64)
-    offsets = np.cumsum(lengths) - lengths  # where each range begins in the output
-    out: np.ndarray = np.arange(total) - np.repeat(offsets - starts, lengths)
-    return out
 
 
 def _pagerank(n: int, sources: np.ndarray, targets: np.ndarray, weights: np.ndarray,

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memserver.core.arrays import ranges
 from memserver.core.graph import (
     Definition,
     FileTags,
@@ -392,13 +393,6 @@ def _batches(parts: Sequence[Columns], schema: pa.Schema) -> list[pa.RecordBatch
 _HEX: list[pa.Array] = [pa.array([], pa.string())]  # "00000000", "00000001"…, grown as needed
 
 
-def _places(counts: Sequence[int], first: int) -> np.ndarray:
-    """Each file's row places, from `first`, file after file."""
-    sizes = np.fromiter(counts, np.int64, len(counts))
-    firsts = np.repeat(np.cumsum(sizes) - sizes, sizes)  # each row's file's first row
-    return np.arange(int(sizes.sum()), dtype=np.int64) - firsts + first
-
-
 def _hex(places: np.ndarray) -> pa.Array:
     """Row places as 8 hex digits."""
     top = int(places.max(initial=-1)) + 1
@@ -425,7 +419,7 @@ def _rows(graphs: Sequence[FileGraph], columns: Sequence[Columns | None], schema
     lines = table.column("line" if "line" in table.column_names else "start_line").to_numpy()
     chunk = _chunk_of_rows([g.chunks for g, _ in held], owner.to_numpy(), lines)
     parts = [_part(g) for g, _ in held]
-    places = _places(counts, first)
+    places = ranges(np.full(len(counts), first), np.array(counts))  # each file's from `first`
     key = ("place", pa.array(places, pa.int32())) if prefix is None else (
         "id", pc.binary_join_element_wise(prefix, version, _hex(places), ""))  # fmt: skip
     return (
