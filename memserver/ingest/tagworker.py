@@ -11,6 +11,7 @@ files 0.49 s instead of 0.53 (getrusage, three runs each).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import pickle
 import sys
@@ -88,8 +89,19 @@ def _serve(source: int, sink: int) -> None:
         send(sink, answers)
 
 
+# When the worker's collector runs: after 20,000 new objects instead of 700, the modules it
+# imported left out of its full collections (`gc.freeze`). A file's tags are small objects
+# without cycles, freed by their counts once its answer is made: tagging Django 3.2's
+# 2,700 files, 1,668 collections freed 0 objects, and on mongoose they were 7 % of the
+# worker's CPU (0.66 s against 0.62 s for its 301 files, medians of 5; 2 % on click and
+# cobra). A cycle is still collected, only later.
+_COLLECT_AFTER = (20_000, 50, 100)
+
+
 def serve_stdio() -> None:
     """The worker process: jobs on stdin, answers on (a copy of) stdout."""
+    gc.freeze()
+    gc.set_threshold(*_COLLECT_AFTER)
     sink = os.dup(1)  # the answers' channel, and nothing else
     os.dup2(2, 1)  # whatever prints goes to stderr
     sys.stdout = sys.stderr
