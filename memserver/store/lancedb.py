@@ -144,10 +144,19 @@ def _defer_package(name: str, serves: Sequence[str] = ()) -> None:
     sys.modules[name] = shell
 
 
+# LanceDB's own log (Rust's, on stderr) says only errors unless the user's environment asks
+# for more. At its default it printed a warning per k-means iteration when a vector index
+# was trained on many equal vectors (a repository's copied files, an index folding several
+# releases of Django): over 100 lines for an index of 700 equal vectors, none of them
+# anything the user could act on.
+_LOG_ENV, _LOG_LEVEL = "LANCEDB_LOG", "error"
+
+
 def connect(path: Path) -> Db:
     """A connection whose reads see every commit, also by another handle or process (the
     server's long-lived reader vs. `memserver index`)."""
     _defer_unused_packages()
+    os.environ.setdefault(_LOG_ENV, _LOG_LEVEL)  # read when lancedb is first imported
     import lancedb
 
     return lancedb.connect(str(path), read_consistency_interval=timedelta(0))
