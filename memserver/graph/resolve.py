@@ -79,6 +79,7 @@ class _Resolver:
         self._bound: dict[str, dict[str, list[Import]]] = {}
         self._bases: dict[Definition, list[Definition]] = {}
         self._values: dict[Definition, list[Candidate]] = {}
+        self._namespaces: dict[Definition, bool] = {}
 
     # --- entry -------------------------------------------------------------------------------
 
@@ -294,6 +295,21 @@ class _Resolver:
             held = self._values[definition] = self._value_classes(definition, depth)
         return held
 
+    def _is_namespace(self, definition: Definition) -> bool:
+        """A variable of no declared type that its own file defines members in: a table
+        used as a class (Lua's `local Store = {}` with `function Store:add()`), an object
+        of functions. A value that is it has those members."""
+        if definition.kind not in ("variable", "constant") or definition.declared_type:
+            return False
+        held = self._namespaces.get(definition)
+        if held is None:
+            tags = self.table.files.get(definition.path)
+            held = tags is not None and any(
+                d.parent == definition.qualified for d in tags.definitions
+            )
+            self._namespaces[definition] = held
+        return held
+
     def _value_classes(self, definition: Definition, depth: int) -> list[Candidate]:
         tags = self.table.files.get(definition.path)
         if tags is None:
@@ -320,7 +336,7 @@ class _Resolver:
             return self._decorated(text[1:], ref, tags, depth)
         out: list[Candidate] = []
         for found, score in self._expression(text, ref, tags, depth):
-            if found.kind in CLASS_KINDS:
+            if found.kind in CLASS_KINDS or self._is_namespace(found):
                 out.append((found, score))
             else:  # a factory function, or a variable holding an instance
                 out += [(c, s * score) for c, s in self._classes_of(found, depth + 1)]

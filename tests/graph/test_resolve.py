@@ -112,3 +112,36 @@ def test_public_surface() -> None:
     assert set(memserver.graph.__all__) == {
         "HOMONYM", "MIN_CONFIDENCE", "Candidate", "SymbolTable", "resolve",
     }  # fmt: skip
+
+
+LUA = {
+    "shop/store.lua": (
+        "local Store = {}\nStore.__index = Store\n\n"
+        "function Store.new(name)\n  local self = setmetatable({}, Store)\n  self.name = name\n"
+        "  return self\nend\n\n"
+        "function Store:total()\n  return 0\nend\n\nreturn Store\n"
+    ),
+    "main.lua": (
+        'local Store = require("shop.store")\n'
+        'local corner = Store.new("Corner")\n'
+        "print(corner:total())\n\n"
+        "local function report()\n"
+        '  local kiosk = Store.new("Kiosk")\n'
+        "  return kiosk:total()\nend\n"
+    ),
+}
+
+
+def test_a_lua_object_made_by_its_constructor_finds_its_methods() -> None:
+    """`setmetatable({}, Store)` makes a Store, `Store.new` returns one, so a value made by
+    `Store.new` (a module's variable or a function's local) has Store's methods: the table
+    `Store` is the class its members are defined in."""
+    tags = tags_of(LUA, "lua")
+    table = SymbolTable(tags.values())
+    main = tags["main.lua"]
+    totals = refs(main, "total")
+    assert [r.line for r in totals] == [3, 7]
+    for ref in totals:
+        found = resolve(ref, main, table)
+        assert found and found[0][1] >= MIN_CONFIDENCE, ref
+        assert (found[0][0].path, found[0][0].qualified) == ("shop/store.lua", "Store.total")

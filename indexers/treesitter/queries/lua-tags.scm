@@ -10,6 +10,26 @@
 (assignment_statement
   (variable_list name: [(identifier) (dot_index_expression)] @name)
   (expression_list value: (function_definition))) @definition.function
+; a module's variable made by a call (its declared type: the callee) or by
+; `setmetatable(t, Class)` (Class); first, so that it wins over the plain one below
+(chunk
+  (variable_declaration
+    (assignment_statement
+      (variable_list name: (identifier) @name)
+      (expression_list
+        value: (function_call name: [(identifier) (dot_index_expression)] @declared.type))))
+  @definition.variable
+  (#not-match? @declared.type "^(require|setmetatable)$"))
+(chunk
+  (variable_declaration
+    (assignment_statement
+      (variable_list name: (identifier) @name)
+      (expression_list
+        value: (function_call
+          name: (identifier) @_meta
+          arguments: (arguments (_) . (identifier) @declared.type .)))))
+  @definition.variable
+  (#eq? @_meta "setmetatable"))
 (chunk
   (variable_declaration
     (assignment_statement (variable_list name: (identifier) @name) (expression_list value: (_) @_value)))
@@ -52,3 +72,26 @@
 (for_generic_clause (variable_list name: (identifier) @local.definition))
 (for_numeric_clause name: (identifier) @local.definition)
 (function_definition) @local.scope
+; a local made by a call is of the callee's type; by `setmetatable(t, Class)`, of Class
+(variable_declaration
+  (assignment_statement
+    (variable_list name: (identifier) @local.definition)
+    (expression_list
+      value: (function_call name: [(identifier) (dot_index_expression)] @local.type)))
+  (#not-match? @local.type "^(require|setmetatable)$"))
+(variable_declaration
+  (assignment_statement
+    (variable_list name: (identifier) @local.definition)
+    (expression_list
+      value: (function_call
+        name: (identifier) @_meta
+        arguments: (arguments (_) . (identifier) @local.type .))))
+  (#eq? @_meta "setmetatable"))
+
+; --- returns ----------------------------------------------------------------------------------
+
+; what a function returns first: a callee's result or a local (`return self`)
+(return_statement
+  (expression_list . (function_call name: [(identifier) (dot_index_expression)] @returned))
+  (#not-match? @returned "^require$"))
+(return_statement (expression_list . (identifier) @returned))
