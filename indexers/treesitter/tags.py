@@ -158,6 +158,7 @@ class _Extractor:
         from tree_sitter import QueryCursor
 
         queries = tags_queries(self.language)
+        self.grouped = queries.grouped
         for pattern, captures in QueryCursor(queries.grouped).matches(self.root):
             self._take(pattern, captures)
         self._take_flat(QueryCursor(queries.flat).captures(self.root))
@@ -211,6 +212,11 @@ class _Extractor:
             local_type = (captures.get("local.type") or [None])[0]
             iterable = (captures.get("local.iterable") or [None])[0]
             self.locals.extend((node, local_type, iterable) for node in defined)
+        closure = captures.get("local.implicit")
+        if closure and "local.iterable" in captures:  # `items.map { $0.price() }`
+            names = str(self.grouped.pattern_settings(pattern).get("implicit") or "").split()
+            iterable = captures["local.iterable"][0]
+            self.locals.extend((node, None, iterable) for node in _uses(closure[0], names))
         if len(captures) > 2:
             self._take_flat({k: v for k, v in captures.items() if k in _FLAT_EXTRAS})
 
@@ -859,6 +865,23 @@ def _first_line(text: str) -> str:
 
 
 __all__ = ["extract_tags", "parse"]
+
+
+def _uses(closure: Node, names: list[str]) -> list[Node]:
+    """The named leaves of `closure` written as one of `names`, outside the closures of its
+    kind inside it (which bind those names again)."""
+    wanted = {name.encode() for name in names}
+    found: list[Node] = []
+    stack = list(closure.children)
+    while stack:
+        node = stack.pop()
+        if node.type == closure.type:
+            continue
+        if node.child_count:
+            stack.extend(node.children)
+        elif node.is_named and node.text in wanted:
+            found.append(node)
+    return found
 
 
 def _first_of(captures: dict[str, list[Node]]) -> Callable[[str], Node | None]:

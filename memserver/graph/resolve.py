@@ -79,7 +79,7 @@ class _Resolver:
         self._bound: dict[str, dict[str, list[Import]]] = {}
         self._bases: dict[Definition, list[Definition]] = {}
         self._values: dict[Definition, list[Candidate]] = {}
-        self._namespaces: dict[Definition, bool] = {}
+        self._class_like: dict[Definition, bool] = {}
 
     # --- entry -------------------------------------------------------------------------------
 
@@ -295,19 +295,23 @@ class _Resolver:
             held = self._values[definition] = self._value_classes(definition, depth)
         return held
 
-    def _is_namespace(self, definition: Definition) -> bool:
-        """A variable of no declared type that its own file defines members in: a table
-        used as a class (Lua's `local Store = {}` with `function Store:add()`), an object
-        of functions. A value that is it has those members."""
-        if definition.kind not in ("variable", "constant") or definition.declared_type:
+    def _acts_as_class(self, definition: Definition) -> bool:
+        """A definition that is no class but holds members its own file defines, so that a
+        value of it (`self`, `this`, what a type names) has them: a table used as a class
+        (Lua's `local Store = {}` with `function Store:add()`, a variable of no declared
+        type), a JavaScript constructor (`function Connection()` with
+        `Connection.prototype.open = …`)."""
+        if definition.kind in ("variable", "constant") and not definition.declared_type:
+            owner = definition.qualified
+        elif definition.kind == "function":
+            owner = f"{definition.qualified}.prototype"
+        else:
             return False
-        held = self._namespaces.get(definition)
+        held = self._class_like.get(definition)
         if held is None:
             tags = self.table.files.get(definition.path)
-            held = tags is not None and any(
-                d.parent == definition.qualified for d in tags.definitions
-            )
-            self._namespaces[definition] = held
+            held = tags is not None and any(d.parent == owner for d in tags.definitions)
+            self._class_like[definition] = held
         return held
 
     def _value_classes(self, definition: Definition, depth: int) -> list[Candidate]:
@@ -336,7 +340,7 @@ class _Resolver:
             return self._decorated(text[1:], ref, tags, depth)
         out: list[Candidate] = []
         for found, score in self._expression(text, ref, tags, depth):
-            if found.kind in CLASS_KINDS or self._is_namespace(found):
+            if found.kind in CLASS_KINDS or self._acts_as_class(found):
                 out.append((found, score))
             else:  # a factory function, or a variable holding an instance
                 out += [(c, s * score) for c, s in self._classes_of(found, depth + 1)]
@@ -441,13 +445,16 @@ class _Resolver:
         return None
 
     def _class_named(self, qualified: str, tags: FileTags) -> list[Definition]:
-        here = [d for d in self.table.defined_in(tags.path, qualified) if d.kind in CLASS_KINDS]
+        defined = self.table.defined_in(tags.path, qualified)
+        here = [d for d in defined if d.kind in CLASS_KINDS]
         if here:
             return here
         near = [
             d for d in self.table.by_qualified.get(qualified, []) if d.kind in CLASS_KINDS
         ]  # a Go receiver type, a Rust impl or a Swift extension of a type defined elsewhere
-        return sorted(near, key=lambda d: _distance(tags.path, d.path))
+        if near:
+            return sorted(near, key=lambda d: _distance(tags.path, d.path))
+        return [d for d in defined if self._acts_as_class(d)]  # a JavaScript constructor
 
     def _is_go_receiver(self, qualifier: str, ref: Reference, tags: FileTags) -> bool:
         if family(tags.language) != "go" or not ref.enclosing:
@@ -460,8 +467,17 @@ class _Resolver:
         return False
 
     def _member_of(self, owner: Definition, name: str, depth: int) -> list[Candidate]:
-        """`owner.name`: defined in the class (nearest file first), else in its bases."""
-        direct = self.table.by_qualified.get(f"{owner.qualified}.{name}", [])
+        """`owner.name` of a value of the class `owner`: defined in the class (nearest file
+        first), else in its bases. The instances of a JavaScript constructor (a function)
+        have the members set on its prototype (`Document.prototype.save = function…`)
+        before those set on the function itself (`Document.save = …`: a static one); those
+        of a class, its own (a TypeScript declaration's, with their types), else those."""
+        keys = [f"{owner.qualified}.{name}", f"{owner.qualified}.prototype.{name}"]
+        if owner.kind == "function":
+            keys.reverse()
+        direct = self.table.by_qualified.get(keys[0], []) or self.table.by_qualified.get(
+            keys[1], []
+        )
         bodies = [d for d in direct if not d.declaration]
         direct = bodies or direct  # C++: Circle::area's definition, not its declaration
         if direct:  # the class's own file, else its folder (Go), else anywhere (Rust impls)

@@ -40,25 +40,41 @@ _CONTAINERS = re.compile(
 )
 
 
-def closing(text: str) -> int:
-    """Index of the parenthesis closing the one that opens `text`, or -1."""
+def closing(text: str, pair: str = "()") -> int:
+    """Index of the parenthesis (or the other `pair`) closing the one that opens `text`, or
+    -1."""
     depth = 0
     for index, char in enumerate(text):
-        depth += (char == "(") - (char == ")")
+        depth += (char == pair[0]) - (char == pair[1])
         if depth == 0:
             return index
     return -1
 
 
+# generic containers written `Name<Element>` (Java, Kotlin, C#, TypeScript, Swift, Rust)
+_GENERICS = re.compile(
+    r"^(?:[\w.:]*[.:])?(?:List|MutableList|ArrayList|LinkedList|Set|MutableSet|HashSet|"
+    r"LinkedHashSet|TreeSet|SortedSet|Array|ReadonlyArray|Sequence|Iterable|Collection|"
+    r"MutableCollection|Iterator|Vec|VecDeque|IEnumerable|IList|ICollection|IReadOnlyList|"
+    r"IReadOnlyCollection|Deque|ArrayDeque|Queue|Stack)<(.*)>$"
+)
+
+
 def element_type(text: str) -> str:
     """`list[Parameter]` / `t.Iterator[Option]` / `tuple[Arg, ...]` / Go `[]*Item`,
-    `map[string]*Item` -> the element type."""
-    text = text.strip()
+    `map[string]*Item` / Swift `[Item]` / `Item[]` / `List<Item>`, `Vec<Item>` -> the
+    element type (a Swift dictionary `[Key: Item]` gives pairs: "")."""
+    text = text.strip().removesuffix("?")
     if text.startswith("[]"):
         return text[2:]
     if text.startswith("map[") and "]" in text:
         return text.split("]", 1)[1]
-    match = _CONTAINERS.match(text.strip("\"'"))
+    if text.endswith("[]") and len(text) > 2:
+        return text[:-2].strip()
+    if text.startswith("[") and closing(text, "[]") == len(text) - 1:
+        inner = text[1:-1].strip()
+        return "" if len(split_arguments(inner, ":")) > 1 else inner
+    match = _GENERICS.match(text) or _CONTAINERS.match(text.strip("\"'"))
     if match is None:
         return ""
     return split_arguments(match.group(1))[0] if match.group(1) else ""
@@ -74,15 +90,15 @@ def callable_result(text: str) -> str:
     return arguments[-1] if len(arguments) == 2 else ""
 
 
-def split_arguments(text: str) -> list[str]:
-    """Top-level comma-separated parts of a type's arguments."""
+def split_arguments(text: str, mark: str = ",") -> list[str]:
+    """Top-level comma-separated (or `mark`-separated) parts of a type's arguments."""
     parts, depth, start = [], 0, 0
     for index, char in enumerate(text):
         if char in "[(<":
             depth += 1
         elif char in "])>":
             depth -= 1
-        elif char == "," and depth == 0:
+        elif char == mark and depth == 0:
             parts.append(text[start:index].strip())
             start = index + 1
     parts.append(text[start:].strip())

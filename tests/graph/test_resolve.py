@@ -145,3 +145,80 @@ def test_a_lua_object_made_by_its_constructor_finds_its_methods() -> None:
         found = resolve(ref, main, table)
         assert found and found[0][1] >= MIN_CONFIDENCE, ref
         assert (found[0][0].path, found[0][0].qualified) == ("shop/store.lua", "Store.total")
+
+
+def _top(tags: dict[str, FileTags], path: str, name: str, line: int) -> tuple[str, str] | None:
+    """The confident top candidate of the reference `name` on `line` of `path`."""
+    table = SymbolTable(tags.values())
+    (ref,) = [r for r in refs(tags[path], name) if r.line == line]
+    found = resolve(ref, tags[path], table)
+    if not found or found[0][1] < MIN_CONFIDENCE:
+        return None
+    return found[0][0].path, found[0][0].qualified
+
+
+SWIFT_ITEM = "struct Item {\n    let cents: Int\n    func price() -> Int { return cents }\n}\n"
+SWIFT_CART = (
+    "class Cart {\n    var items: [Item] = []\n"  # 1-2
+    "    func total() -> Int { return items.reduce(0) { $0 + $1.price() } }\n"  # 3
+    "    func prices() -> [Int] { return items.map { $0.price() } }\n"  # 4
+    "    func cheap() -> Item? { return items.first(where: { $0.price() < 100 }) }\n"  # 5
+    "    func sum(_ a: Item, _ b: Item) -> Int { return a.cents + b.price() }\n"  # 6
+    "    func nested() { items.forEach { _ in [1].map { $0.price() } } }\n}\n"  # 7
+)
+
+
+def test_swift_closure_arguments_are_the_collections_elements() -> None:
+    """`$0` (`$1` for reduce) in a closure given to an array's method is an element; the
+    grammar's `(a + b).price()` for `a + b.price()` is read as b's price."""
+    tags = tags_of({"Item.swift": SWIFT_ITEM, "Cart.swift": SWIFT_CART}, "swift")
+    price = ("Item.swift", "Item.price")
+    assert [_top(tags, "Cart.swift", "price", line) for line in (3, 4, 5, 6)] == [price] * 4
+    assert _top(tags, "Cart.swift", "price", 7) is None  # an Int's `$0`, bound again inside
+    assert not [r for r in tags["Cart.swift"].references if r.name.startswith("$")]
+
+
+KOTLIN_ITEM = "package shop\n\nclass Item(val cents: Int) {\n    fun price(): Int = cents\n}\n"
+KOTLIN_CART = (
+    "package shop\n\nclass Cart(val items: List<Item>) {\n"  # 1-3
+    "    fun prices() = items.map { it.price() }\n"  # 4
+    "    fun named() = items.filter { item -> item.price() > 0 }\n"  # 5
+    "    fun total() = items.fold(0) { acc, item -> acc + item.price() }\n"  # 6
+    "    fun loop() { for (item in items) { item.price() } }\n}\n"  # 7
+)
+
+
+def test_kotlin_lambda_parameters_are_the_collections_elements() -> None:
+    """`it`, a lambda's one parameter, and fold's second are elements of the list (as a
+    loop variable over it is)."""
+    tags = tags_of({"Item.kt": KOTLIN_ITEM, "Cart.kt": KOTLIN_CART}, "kotlin")
+    price = ("Item.kt", "Item.price")
+    assert [_top(tags, "Cart.kt", "price", line) for line in (4, 5, 6, 7)] == [price] * 4
+
+
+JS_CONNECTION = (
+    "function Connection(uri) {\n  this.open(uri);\n}\n\n"  # 1-3
+    "Connection.prototype.open = function(uri) {\n  this.close();\n};\n\n"  # 5-7
+    "Connection.prototype.close = function() {};\n\n"  # 9
+    "module.exports = Connection;\n"
+)
+
+
+def test_a_javascript_constructor_has_the_members_set_on_its_prototype() -> None:
+    tags = tags_of({"lib/connection.js": JS_CONNECTION}, "javascript")
+    path = "lib/connection.js"
+    assert _top(tags, path, "open", 2) == (path, "Connection.prototype.open")
+    assert _top(tags, path, "close", 6) == (path, "Connection.prototype.close")
+
+
+def test_container_types_give_their_elements() -> None:
+    from memserver.graph.typetext import element_type
+
+    written = {
+        "list[Item]": "Item", "t.Sequence[Item]": "Item", "[]*Item": "*Item",
+        "map[string]*Item": "*Item", "[Item]": "Item", "[Item]?": "Item", "[[Item]]": "[Item]",
+        "Item[]": "Item", "List<Item>": "Item", "java.util.List<Item>": "Item",
+        "std::vec::Vec<Item>": "Item", "IEnumerable<Item>": "Item", "MutableList<Item>": "Item",
+        "[String: Item]": "", "Map<K, V>": "", "Item": "", "dict[str, Item]": "",
+    }  # fmt: skip
+    assert {text: element_type(text) for text in written} == written

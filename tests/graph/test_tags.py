@@ -35,8 +35,8 @@ CAPTURES = {
     "name", "receiver", "doc", "declared.type", "declared.from", "declaration", "scope",
     "qualifier", "qualifier.before", "receiver.type", "import", "import.module", "import.name",
     "import.alias", "import.star", "package", "ignore", "ignore.inside", "local.definition",
-    "local.type", "local.iterable", "local.scope", "local.global", "local.constructor",
-    "annotated", "decorator", "returned",
+    "local.type", "local.iterable", "local.implicit", "local.scope", "local.global",
+    "local.constructor", "annotated", "decorator", "returned",
 }  # fmt: skip
 KIND_PREFIXES = ("definition.", "reference.", "member.")
 
@@ -290,3 +290,23 @@ def test_a_file_the_chunker_fails_to_cut_still_gets_tag_files_tags(
     assert cut.fallback_reason and "chunking failed" in cut.fallback_reason
     assert cut.tags == tag_file(name, text, language, ChunkOptions().max_parse_bytes)
     assert cut.tags.definitions
+
+
+_PREDICATE = re.compile(r"\(#(?!set!)[\w-]+\?")
+
+
+def test_no_tags_pattern_sets_a_property_after_a_predicate() -> None:
+    """`(#set! …)` after a predicate (`#eq?`, `#match?`, `#is?`) makes tree-sitter's Python
+    binding (0.26) corrupt memory compiling the query: a crash later, anywhere (compiling a
+    pattern `… (#match? @m "^map$") (#set! implicit "$0")` 300 times ended in a segfault,
+    with the `#set!` first it did not)."""
+    folder = resources.files("indexers.treesitter").joinpath("queries")
+    stems = [p.name[:-4] for p in folder.iterdir() if p.name.endswith("-tags.scm")]
+    settings = 0
+    for stem in stems:
+        for pattern in split_patterns(query_text(stem)):
+            code = re.sub(r'"(?:\\.|[^"\\])*"', '""', pattern)
+            for found in re.finditer(r"\(#set!", code):
+                settings += 1
+                assert not _PREDICATE.search(code[: found.start()]), (stem, pattern)
+    assert settings >= 4  # Swift's closures, Kotlin's lambdas

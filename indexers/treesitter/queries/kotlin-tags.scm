@@ -89,4 +89,25 @@
 (for_statement (variable_declaration (simple_identifier) @local.definition) . (_) @local.iterable)
 (lambda_parameters (variable_declaration (simple_identifier) @local.definition))
 (lambda_literal) @local.scope
+; a lambda given to a collection's method: `it`, or its one parameter, is an element; the
+; second parameter of `fold` and `reduce` is one (`#set!` before the predicates: see
+; swift-tags.scm)
+(call_expression
+  (navigation_expression (_) @local.iterable (navigation_suffix (simple_identifier) @_method))
+  (call_suffix (annotated_lambda (lambda_literal) @local.implicit))
+  (#set! implicit "it")
+  (#match? @_method "^(map|mapNotNull|flatMap|forEach|onEach|filter|filterNot|first|firstOrNull|last|lastOrNull|find|any|all|none|count|sumOf|maxBy|minBy|maxByOrNull|minByOrNull|sortedBy|sortedByDescending|groupBy|associateBy|associateWith|partition|takeWhile|dropWhile|distinctBy)$"))
+(call_expression
+  (navigation_expression (_) @local.iterable (navigation_suffix (simple_identifier) @_method))
+  (call_suffix
+    (annotated_lambda
+      (lambda_literal (lambda_parameters . (variable_declaration (simple_identifier) @local.definition) .))))
+  (#match? @_method "^(map|mapNotNull|flatMap|forEach|onEach|filter|filterNot|first|firstOrNull|last|lastOrNull|find|any|all|none|count|sumOf|maxBy|minBy|maxByOrNull|minByOrNull|sortedBy|sortedByDescending|groupBy|associateBy|associateWith|partition|takeWhile|dropWhile|distinctBy)$"))
+(call_expression
+  (navigation_expression (_) @local.iterable (navigation_suffix (simple_identifier) @_method))
+  (call_suffix
+    (annotated_lambda
+      (lambda_literal
+        (lambda_parameters (variable_declaration) . (variable_declaration (simple_identifier) @local.definition) .))))
+  (#match? @_method "^(fold|reduce)$"))
 (class_parameter . (simple_identifier) @local.constructor)

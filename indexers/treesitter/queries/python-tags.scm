@@ -28,7 +28,13 @@
 ;                        @decorator (what the definition's value is wrapped by).
 ;   @returned            what a return statement returns (a callee or a local): the last one
 ;                        is the type guess of a function without a declared return type.
-;   @local.iterable      (with @local.definition) what a loop variable iterates over.
+;   @local.iterable      (with @local.definition) what a loop variable iterates over; with
+;                        @local.implicit, what a closure given to a collection's method
+;                        (`items.map { $0.price() }`) takes its elements from: the names
+;                        `(#set! implicit "$0 $1")` lists are bound to them in the closure
+;                        (and not in closures inside it). A `#set!` comes before a
+;                        pattern's predicates: after one, tree-sitter's Python binding
+;                        corrupts memory compiling the query.
 ;   @local.scope         a node with its own local scope (a lambda, a comprehension).
 ;   @local.constructor   a constructor parameter (Kotlin, Scala): local to the class's own
 ;                        header and initializers, not to its methods.

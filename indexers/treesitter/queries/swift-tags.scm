@@ -38,6 +38,15 @@
 (inheritance_specifier inherits_from: (user_type (type_identifier) @name) @reference.inherit)
 
 (call_expression (simple_identifier) @name) @reference.call
+; the grammar reads `total + item.price()` as `(total + item).price()`: the receiver is the
+; right operand (these come first, so that they win over the plain patterns below)
+(call_expression
+  (navigation_expression
+    target: [(additive_expression rhs: (_) @qualifier) (multiplicative_expression rhs: (_) @qualifier)]
+    suffix: (navigation_suffix suffix: (simple_identifier) @name))) @reference.call
+(navigation_expression
+  target: [(additive_expression rhs: (_) @qualifier) (multiplicative_expression rhs: (_) @qualifier)]
+  suffix: (navigation_suffix suffix: (simple_identifier) @name)) @reference.other
 (call_expression
   (navigation_expression
     target: (_) @qualifier
@@ -52,6 +61,7 @@
 (type_identifier) @reference.type
 (simple_identifier) @reference.other
 
+((simple_identifier) @ignore (#match? @ignore "^[$][0-9]+$"))  ; a closure's `$0`: never a definition
 (import_declaration) @ignore.inside
 (assignment
   target: (directly_assignable_expression
@@ -80,3 +90,30 @@
   value: (call_expression [(simple_identifier) (navigation_expression)] @local.type))
 (for_statement item: (pattern (simple_identifier) @local.definition) collection: (_) @local.iterable)
 (lambda_literal) @local.scope
+; a closure given to a collection's method: `$0` (and `$1`) are its elements (`#set!` before
+; the predicates: after one, tree-sitter's Python binding corrupts memory compiling it)
+(call_expression
+  (navigation_expression
+    target: (_) @local.iterable suffix: (navigation_suffix suffix: (simple_identifier) @_method))
+  (call_suffix
+    [(lambda_literal) @local.implicit
+     (value_arguments (value_argument value: (lambda_literal) @local.implicit))])
+  (#set! implicit "$0")
+  (#match? @_method "^(map|compactMap|flatMap|forEach|filter|first|last|contains|allSatisfy|firstIndex|lastIndex|drop|prefix|removeAll|partition)$"))
+(call_expression
+  (navigation_expression
+    target: (_) @local.iterable suffix: (navigation_suffix suffix: (simple_identifier) @_method))
+  (call_suffix
+    [(lambda_literal) @local.implicit
+     (value_arguments (value_argument value: (lambda_literal) @local.implicit))])
+  (#set! implicit "$0 $1")
+  (#match? @_method "^(sorted|sort|min|max)$"))
+(call_expression
+  [(navigation_expression
+     target: (_) @local.iterable suffix: (navigation_suffix suffix: (simple_identifier) @_method))
+   (call_expression
+     (navigation_expression
+       target: (_) @local.iterable suffix: (navigation_suffix suffix: (simple_identifier) @_method)))]
+  (call_suffix (lambda_literal) @local.implicit)
+  (#set! implicit "$1")
+  (#eq? @_method "reduce"))
