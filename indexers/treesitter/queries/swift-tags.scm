@@ -90,16 +90,9 @@
   value: (call_expression [(simple_identifier) (navigation_expression)] @local.type))
 (for_statement item: (pattern (simple_identifier) @local.definition) collection: (_) @local.iterable)
 (lambda_literal) @local.scope
-; a closure given to a collection's method: `$0` (and `$1`) are its elements (`#set!` before
-; the predicates: after one, tree-sitter's Python binding corrupts memory compiling it)
-(call_expression
-  (navigation_expression
-    target: (_) @local.iterable suffix: (navigation_suffix suffix: (simple_identifier) @_method))
-  (call_suffix
-    [(lambda_literal) @local.implicit
-     (value_arguments (value_argument value: (lambda_literal) @local.implicit))])
-  (#set! implicit "$0")
-  (#match? @_method "^(map|compactMap|flatMap|forEach|filter|first|last|contains|allSatisfy|firstIndex|lastIndex|drop|prefix|removeAll|partition)$"))
+; a closure given to a collection's method: `$0` is an element, and `$1` too where there is
+; one (`sorted(by:)`, `min(by:)`); for reduce, `$1` only (`#set!` before the predicates: after
+; one, tree-sitter's Python binding corrupts memory compiling the query)
 (call_expression
   (navigation_expression
     target: (_) @local.iterable suffix: (navigation_suffix suffix: (simple_identifier) @_method))
@@ -107,7 +100,7 @@
     [(lambda_literal) @local.implicit
      (value_arguments (value_argument value: (lambda_literal) @local.implicit))])
   (#set! implicit "$0 $1")
-  (#match? @_method "^(sorted|sort|min|max)$"))
+  (#match? @_method "^(map|compactMap|flatMap|forEach|filter|first|last|contains|allSatisfy|firstIndex|lastIndex|drop|prefix|removeAll|partition|sorted|sort|min|max)$"))
 (call_expression
   [(navigation_expression
      target: (_) @local.iterable suffix: (navigation_suffix suffix: (simple_identifier) @_method))
