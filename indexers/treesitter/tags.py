@@ -153,6 +153,7 @@ class _Extractor:
         self.inner: dict[tuple[int, int], dict[str, str]] = {}  # such a scope -> name -> type
         self.regions = _Spans()
         self.package = ""
+        self.grouped: Any = None  # the tags query read by matches (its patterns' settings)
 
     def run(self) -> FileTags:
         from tree_sitter import QueryCursor

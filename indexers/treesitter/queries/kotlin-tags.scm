@@ -94,14 +94,12 @@
 ; swift-tags.scm)
 (call_expression
   (navigation_expression (_) @local.iterable (navigation_suffix (simple_identifier) @_method))
-  (call_suffix (annotated_lambda (lambda_literal) @local.implicit))
-  (#set! implicit "it")
-  (#match? @_method "^(map|mapNotNull|flatMap|forEach|onEach|filter|filterNot|first|firstOrNull|last|lastOrNull|find|any|all|none|count|sumOf|maxBy|minBy|maxByOrNull|minByOrNull|sortedBy|sortedByDescending|groupBy|associateBy|associateWith|partition|takeWhile|dropWhile|distinctBy)$"))
-(call_expression
-  (navigation_expression (_) @local.iterable (navigation_suffix (simple_identifier) @_method))
   (call_suffix
     (annotated_lambda
-      (lambda_literal (lambda_parameters . (variable_declaration (simple_identifier) @local.definition) .))))
+      (lambda_literal
+        (lambda_parameters . (variable_declaration (simple_identifier) @local.definition) .)?)
+      @local.implicit))
+  (#set! implicit "it")
   (#match? @_method "^(map|mapNotNull|flatMap|forEach|onEach|filter|filterNot|first|firstOrNull|last|lastOrNull|find|any|all|none|count|sumOf|maxBy|minBy|maxByOrNull|minByOrNull|sortedBy|sortedByDescending|groupBy|associateBy|associateWith|partition|takeWhile|dropWhile|distinctBy)$"))
 (call_expression
   (navigation_expression (_) @local.iterable (navigation_suffix (simple_identifier) @_method))
