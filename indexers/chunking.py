@@ -94,7 +94,7 @@ class FileChunker:
             if pieces is not None:
                 if tags is not None:
                     with contextlib.suppress(Exception):  # as in `tag_file`: no tags, no harm
-                        tags.append(extract_tags(path, text, used, tree))
+                        tags.append(extract_tags(path, text, used, tree, source))
                 return merge_tiny(pieces, lines, options), note
             reason = note
         return text_pieces(lines, "text", options), f"{reason}; used line windows"

@@ -36,7 +36,7 @@ def tag_file(path: str, text: str, language: str, max_parse_bytes: int) -> FileT
         for used in (language, "cpp") if language == "c" else (language,):
             tree = parse(text, used, source)
             if error_share(tree.root_node, blank) <= ERROR_SHARE_LIMIT:
-                return extract_tags(path, text, used, tree)
+                return extract_tags(path, text, used, tree, source)
     except Exception:  # the edge, as in `chunk`: a failure leaves the file without tags
         pass
     return FileTags(path, language)

@@ -72,21 +72,25 @@ def parse(text: str, language: str, source: bytes | None = None) -> Tree:
     return Parser(_language(language)).parse(source)
 
 
-def extract_tags(path: str, text: str, language: str, tree: Tree | None = None) -> FileTags:
+def extract_tags(path: str, text: str, language: str, tree: Tree | None = None,
+                 source: bytes | None = None) -> FileTags:  # fmt: skip
     """The file's tags; empty tags when the language is unknown or anything fails.
 
-    `tree`, when given, must be the parse of `text` encoded as UTF-8 (as `parse` makes it).
+    `tree`, when given, must be the parse of `text` encoded as UTF-8 (as `parse` makes it);
+    `source`, when given, that encoding.
     """
     if language not in LANGUAGES:
         return FileTags(path, language)
     try:
+        if source is None:
+            source = text.encode("utf-8", "replace")
         if tree is None:
-            tree = parse(text, language)
+            tree = parse(text, language, source)
         if language == "c" and tree.root_node.has_error:  # a `.h` header is often C++
-            retry = parse(text, "cpp")
+            retry = parse(text, "cpp", source)
             if _errors(retry.root_node) < _errors(tree.root_node):
                 tree, language = retry, "cpp"
-        return _Extractor(path, language, tree.root_node, text).run()
+        return _Extractor(path, language, tree.root_node, text, source).run()
     except Exception:  # the edge: a grammar or query failure must not stop indexing
         return FileTags(path, language)
 
@@ -126,9 +130,11 @@ class _Ref:
 
 
 class _Extractor:
-    def __init__(self, path: str, language: str, root: Node, text: str) -> None:
+    def __init__(self, path: str, language: str, root: Node, text: str, source: bytes) -> None:
         self.path, self.language, self.root = path, language, root
-        self.source: bytes = root.text or b""
+        # the whole file: byte offsets index it (the root's own text starts at its first
+        # token, after any blank lines)
+        self.source = source
         self.ascii = self.source.isascii()
         self.text = text if self.ascii else ""  # byte offsets index it when ASCII
         self.lines = text.split("\n")

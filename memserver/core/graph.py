@@ -34,7 +34,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # Bump when extraction (`indexers.treesitter.tags`) gives other tags for the same text: every
 # file's graph rows belong to another version then, and indexing passes every file again
 # (the version is part of `Engine.chunker_id`). 2: docstrings keep a leading backtick or quote.
-GRAPH_VERSION = 2
+# 3: names in files that start with blank lines (they were read from the wrong bytes);
+# closure arguments' types, Lua's and JavaScript prototypes' classes.
+GRAPH_VERSION = 3
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
 

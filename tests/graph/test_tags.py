@@ -3,6 +3,7 @@ chunker, and never an exception."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from importlib import resources
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 import indexers.treesitter.tags
 import memserver.core.graph
 from indexers.chunking import FileChunker
+from indexers.languages import detect_language
 from indexers.tagfile import tag_file
 from indexers.treesitter import LANGUAGES
 from indexers.treesitter.registry import (
@@ -202,6 +204,54 @@ def test_tag_file_tags_the_tree_the_chunker_cuts(name: str) -> None:
     assert cut.tags == tags  # the chunker's own parse gives the same tags
     plain = FileChunker(ChunkOptions(), RegexTokens()).chunk(name, text, language)
     assert plain.tags is None and plain.chunks == cut.chunks  # and the same chunks
+
+
+def _lines_down(tags: FileTags, by: int) -> FileTags:
+    """`tags` with every line number `by` lines further down."""
+    return dataclasses.replace(
+        tags,
+        definitions=tuple(
+            dataclasses.replace(d, start_line=d.start_line + by, end_line=d.end_line + by,
+                                name_line=d.name_line + by if d.name_line else 0)
+            for d in tags.definitions
+        ),
+        references=tuple(dataclasses.replace(r, line=r.line + by) for r in tags.references),
+        imports=tuple(dataclasses.replace(i, line=i.line + by if i.line else 0)
+                      for i in tags.imports),
+    )  # fmt: skip
+
+
+def _code_files() -> dict[str, list[Path]]:
+    """Every fixture file in a language with tags, by language."""
+    out: dict[str, list[Path]] = {}
+    for folder in ("polyglot", "polyglot-more", "graph"):
+        for path in sorted((POLYGLOT.parent / folder).rglob("*")):
+            language = detect_language(path.name)
+            if path.is_file() and language in LANGUAGES:
+                out.setdefault(language, []).append(path)
+    return out
+
+
+CODE_FILES = _code_files()
+
+
+@pytest.mark.parametrize("language", sorted(CODE_FILES))
+def test_blank_lines_before_the_code_only_move_its_tags_down(language: str) -> None:
+    """A tree's root starts at its first token: names, signatures and columns must not shift
+    with the blank lines before it (a file saved empty, then written, had its `def fresh_fn`
+    named "esh_fn(x"), in the worker's tags and the chunker's alike."""
+    limit = ChunkOptions().max_parse_bytes
+    chunker = FileChunker(ChunkOptions(), RegexTokens())
+    definitions = 0
+    for path in CODE_FILES[language]:
+        text = path.read_text(encoding="utf-8")
+        plain = tag_file(path.name, text, language, limit)
+        definitions += len(plain.definitions)
+        padded = "\n \n\t\n" + text
+        expected = _lines_down(plain, 3)
+        assert tag_file(path.name, padded, language, limit) == expected, path.name
+        assert chunker.chunk(path.name, padded, language, tags=True).tags == expected, path.name
+    assert definitions > 0
 
 
 def test_tag_file_gives_no_tags_where_the_chunker_does_not_parse() -> None:
