@@ -190,14 +190,15 @@ class Engine:
         )  # fmt: skip
 
     def chunker_id(self) -> str:
-        """The chunker's and the code graph's versions and the chunking settings: an index
-        cut or tagged by others is cut again (chunks that come out the same keep their ids
-        and vectors; every file's graph is made anew)."""
+        """The chunker's and the code graph's versions, the grammars' package version and
+        the chunking settings: an index cut or tagged by others is cut again (chunks that
+        come out the same keep their ids and vectors; every file's graph is made anew)."""
         from indexers.chunking import CHUNKER_VERSION
+        from indexers.treesitter.registry import grammars_version
         from memserver.core.graph import GRAPH_VERSION
 
         settings = content_hash(repr(self.settings.chunking))[:12]
-        return f"v{CHUNKER_VERSION}-g{GRAPH_VERSION}-{settings}"
+        return f"v{CHUNKER_VERSION}-g{GRAPH_VERSION}-p{grammars_version()}-{settings}"
 
     # -- stores ----------------------------------------------------------------
 

@@ -80,6 +80,19 @@ def language(name: str) -> Any:
 
 
 @functools.cache
+def grammars_version() -> str:
+    """The installed grammars' package version (tree-sitter-language-pack's): a release of
+    it may parse the same text otherwise, so indexes record it with the chunker's version
+    (`Engine.chunker_id`) and are cut and tagged again when it changes."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tree-sitter-language-pack")
+    except PackageNotFoundError:  # importable but not installed as a distribution
+        return "unknown"
+
+
+@functools.cache
 def grammar(name: str) -> Grammar:
     """The compiled grammar and definitions query for a registered language (cached)."""
     from tree_sitter import Query
@@ -190,6 +203,7 @@ __all__ = [
     "Grammar",
     "TagsQueries",
     "grammar",
+    "grammars_version",
     "language",
     "query_text",
     "tags_queries",

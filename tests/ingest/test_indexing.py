@@ -158,6 +158,23 @@ def test_changed_chunking_settings_rechunk_every_file(sample_repo: Path, make_en
     assert small.index().files_unchanged == 4
 
 
+def test_another_release_of_the_grammars_cuts_every_file_again(
+    sample_repo: Path, make_engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grammar release may parse the same text otherwise: chunks and tags made by the
+    last one must not stay beside the new one's, unchanged files included."""
+    from indexers.treesitter import registry
+
+    make_engine(sample_repo).index()
+    installed = registry.grammars_version()
+    monkeypatch.setattr(registry, "grammars_version", lambda: installed + ".post1")
+    report = make_engine(sample_repo).index()
+    assert report.recut and report.files_indexed == 4 and report.chunks_embedded == 0
+    assert make_engine(sample_repo).index().files_unchanged == 4
+    monkeypatch.setattr(registry, "grammars_version", lambda: installed)
+    assert make_engine(sample_repo).index().recut
+
+
 def test_no_op_shortcut_is_dropped_when_a_store_changed_behind_it(
     sample_repo: Path, make_engine
 ) -> None:
