@@ -6,10 +6,13 @@ Usage: python benchmarks/serve_memory.py TREE [--work DIR] [--saves 300] [--ever
 TREE is copied to DIR/tree and indexed; then `memserver serve --root DIR/tree --watch` runs
 over stdio behind the SDK's client, with only PATH, HOME and the model cache variables in
 its environment (what an MCP client gives it). Each save appends a function with a unique
-name to a random `.py` file of the copy, then `symbol` is asked for it every 50 ms until
-it answers (20 s at most: a miss), then one `recall` and one `references` call. Every
---every saves the server's VmRSS, RssAnon, RssFile and VmHWM (MB, from /proc) are printed
-as a JSON line; the last line sums up: the misses and the growth per save.
+name to a `.py` file of the copy (the files in a shuffled order, round and round: every
+file gets saves once there are as many saves as files), then `symbol` is asked for it
+every 50 ms until it answers (20 s at most: a miss), then one `recall` and one
+`references` call. Every --every saves the server's VmRSS, RssAnon, RssFile and VmHWM (MB,
+from /proc) are printed as a JSON line; the last line sums up: the misses, the growth per
+save over the whole run, and the slope (least squares, MB a save) over its second half,
+once the caches that fill up to their bounds have mostly filled.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,9 +41,18 @@ def memory(pid: int) -> dict[str, int]:
 
 
 def server_pid(root: Path) -> int:
-    found = subprocess.run(["pgrep", "-f", f"serve --root {root}"], capture_output=True,
-                           text=True, check=True)  # fmt: skip
-    return int(found.stdout.split()[0])
+    """The process serving `root` (from /proc: no `pgrep` needed)."""
+    wanted = ["serve", "--root", str(root)]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
+            continue
+        if any(args[i : i + 3] == wanted for i in range(len(args))):
+            return int(entry.name)
+    raise LookupError(f"no process serves {root}")
 
 
 def found(result: Any, name: str) -> bool:
@@ -51,6 +64,7 @@ async def run(root: Path, env: dict[str, str], saves: int, every: int) -> list[d
     from mcp import Client, StdioServerParameters
 
     files = sorted(root.rglob("*.py"))
+    random.Random(0).shuffle(files)
     args = ["-m", "memserver", "serve", "--root", str(root), "--watch", "--log-level", "warning"]
     params = StdioServerParameters(command=sys.executable, args=args, env=env)
     rows: list[dict[str, Any]] = []
@@ -62,7 +76,7 @@ async def run(root: Path, env: dict[str, str], saves: int, every: int) -> list[d
         misses = []
         for i in range(1, saves + 1):
             name = f"served_fn_{i}"
-            path = random.Random(i).choice(files)
+            path = files[(i - 1) % len(files)]
             with path.open("a", encoding="utf-8") as out:
                 out.write(f"\n\ndef {name}(value):\n    return value + {i}\n")
             started = time.monotonic()
@@ -80,14 +94,31 @@ async def run(root: Path, env: dict[str, str], saves: int, every: int) -> list[d
     return rows
 
 
-def main() -> None:
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The misses, the growth per save, and the slope over the second half of the saves."""
+    samples = [r for r in rows if "save" in r]
+    first, last = samples[0], samples[-1]
+    late = [r for r in samples if r["save"] >= last["save"] / 2]
+    slope = None
+    if len(late) >= 2:
+        slope = statistics.linear_regression([r["save"] for r in late],
+                                             [r["VmRSS"] for r in late]).slope  # fmt: skip
+    return {
+        "saves": last["save"], "misses": rows[-1]["misses"],
+        "rss_mb": [first["VmRSS"], last["VmRSS"]],
+        "mb_per_save": round((last["VmRSS"] - first["VmRSS"]) / max(1, last["save"]), 2),
+        "late_mb_per_save": None if slope is None else round(slope, 3),
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tree", type=Path)
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--saves", type=int, default=300)
     parser.add_argument("--every", type=int, default=50)
     parser.add_argument("--embedder", default="hashing")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="serve-memory-"))
     root = work / "tree"
     if root.exists():
@@ -98,13 +129,9 @@ def main() -> None:
                 if k in ("FASTEMBED_CACHE_PATH", "HF_HUB_OFFLINE")})  # fmt: skip
     index = [sys.executable, "-m", "memserver", "index", str(root), "--embedder", args.embedder]
     subprocess.run(index, env=env, check=True, capture_output=True)
-    rows = asyncio.run(run(root, env, args.saves, args.every))
-    first, last = rows[0], rows[-2]
-    print(json.dumps({
-        "saves": last["save"], "misses": rows[-1]["misses"],
-        "rss_mb": [first["VmRSS"], last["VmRSS"]],
-        "mb_per_save": round((last["VmRSS"] - first["VmRSS"]) / max(1, last["save"]), 2),
-    }))  # fmt: skip
+    result = summary(asyncio.run(run(root, env, args.saves, max(1, args.every))))
+    print(json.dumps(result), flush=True)
+    return result
 
 
 if __name__ == "__main__":
