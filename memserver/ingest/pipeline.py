@@ -176,12 +176,18 @@ class Indexer:
             manifest = {p: rec for p, rec in manifest.items() if p in only}
         plan = _Plan()
         self.progress.start("scanning", len(files))
+        same_chunker = not self.rechunk
         self.tagger.begin()
+        # code the run will likely cut (its size, before reading it): with enough of it a
+        # tags worker starts now, its start beside the reading
+        self.tagger.expect(sum(
+            f.size for f in files if f.language in CODE_LANGUAGES
+            and not (same_chunker and _same_stat(manifest.get(f.path), f))
+        ))  # fmt: skip
         for f in files:
             self.progress.advance()
             old = manifest.pop(f.path, None)
-            same_chunker = not self.rechunk
-            if old and same_chunker and old.size == f.size and old.mtime_ns == f.mtime_ns:
+            if same_chunker and _same_stat(old, f):
                 plan.unchanged += 1
                 continue
             found = read_source(self.root_real, f.path, f.abs_path, self.max_file_bytes)
@@ -203,8 +209,6 @@ class Indexer:
                 continue
             text, spans = mask_code(text, f.language, f.path)  # the hash stays the file's
             plan.changed.append(_FilePlan(f, digest, text, old, masked_counts(spans)))
-            if f.language in CODE_LANGUAGES:  # enough of it: a tags worker starts now
-                self.tagger.expect(len(text))
         plan.removed.extend(manifest.values())  # in the manifest, gone from the tree
         self.progress.finish()
         return plan
@@ -538,6 +542,11 @@ class Indexer:
         store.finish_run(*self.git, chunker)
         report.seconds = time.monotonic() - started
         return report
+
+
+def _same_stat(old: FileRecord | None, f: SourceFile) -> bool:
+    """Whether the manifest holds the file with the size and mtime the walk found."""
+    return old is not None and old.size == f.size and old.mtime_ns == f.mtime_ns
 
 
 def _place(c: Chunk) -> Place:

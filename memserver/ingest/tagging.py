@@ -98,9 +98,10 @@ class Tagger:
         return found
 
     def expect(self, size: int) -> int:
-        """The run found `size` more characters of changed code: the worker is prepared once
-        they reach `min_chars`, not before (for fewer, its start would only be more work
-        beside the run), and asked for once a run. The characters expected so far."""
+        """The run expects `size` more characters of changed code (the files' sizes, before
+        it reads them): the worker is prepared once they reach `min_chars`, not before (for
+        fewer, its start would only be more work beside the run), and asked for once a run;
+        `tags` stops it when the files read turn out fewer. The characters expected so far."""
         self._expected += size
         if not self._asked and self._expected >= self.min_chars:
             self._asked = True

@@ -457,3 +457,40 @@ def test_a_worker_that_cannot_start_is_asked_for_once_a_run(
         tagger.expect(100)
     assert tries == [1]
     assert tagger.tags(_files(12, LIGHT)) is None and tries == [1]  # made with the chunks
+
+
+def test_an_index_run_starts_its_worker_before_reading_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk's sizes say how much code a run will cut, so the worker boots beside the
+    reading; a run whose files were only touched (same text) stops it unused."""
+    from memserver.engine import Engine
+    from memserver.ingest import pipeline
+
+    root = tmp_path / "repo"
+    for name, _, _ in _files(12, LIGHT):
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text((POLYGLOT / name.split("/", 1)[1]).read_text(encoding="utf-8"))
+    events: list[str] = []
+    started = _watch_workers(monkeypatch)
+    spawn, read = tagging._Worker.spawn, pipeline.read_source
+    monkeypatch.setattr(tagging._Worker, "spawn", lambda: events.append("spawn") or spawn())
+    monkeypatch.setattr(pipeline, "read_source", lambda *a: events.append("read") or read(*a))
+
+    class Eager(tagging.Tagger):  # a worker for any code, whatever the machine's load
+        def __init__(self, options: ChunkOptions, workers: int = 1) -> None:
+            super().__init__(options, workers, min_chars=1, loadavg=idle, sample=no_sample)
+
+    monkeypatch.setattr(tagging, "Tagger", Eager)
+    engine = Engine(root, tmp_path / "idx", embedder_flag="none", env={})
+    first = engine.index()
+    assert first.files_indexed > 0 and events[0] == "spawn" and len(started) == 1
+    events.clear()
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    again = engine.index()
+    assert again.files_indexed == 0 and again.files_unchanged == first.files_indexed
+    assert events[0] == "spawn" and len(started) == 2
+    assert started[1] is not None and started[1].proc.poll() is not None  # stopped, unused
