@@ -86,8 +86,18 @@ class Backend:
             logger.info("memserver: index loaded from %s", self.index_dir or self.root or ".")
         except MemserverError as err:
             logger.warning("memserver: not ready yet: %s", err)
+            return
         except Exception:  # a thread must not die silently; the next call reports it
             logger.exception("memserver: loading the index failed")
+            return
+        # then the code graph's reading, which recall does not need, under its view's lock,
+        # not the engine's: calls go on meanwhile, and a navigation call waits for this
+        # reading instead of making its own. Django 3.2's takes 1.8 s, which the first
+        # `symbol` or `outline` would otherwise wait for.
+        try:
+            self._navigator().graph()
+        except Exception as err:  # the navigation call that needs it reports the failure
+            logger.warning("memserver: reading the code graph failed: %s", err)
 
     def _load(self) -> Recaller:
         """The recaller, building engine and recaller on first use (caller holds the lock)."""
