@@ -65,7 +65,8 @@ def _check(kind: str, version: int, digest: str, constant: str, module: str) -> 
     recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
     if recorded["grammars"] != grammars_version():
         pytest.skip(f"digests recorded with tree-sitter-language-pack {recorded['grammars']}, "
-                    f"{grammars_version()} is installed: record them anew with it")  # fmt: skip
+                    f"{grammars_version()} is installed: set \"grammars\" to it in "
+                    f"{RECORDED.name}, and this test names the digests to record")  # fmt: skip
     was, held = recorded[kind]["version"], recorded[kind]["digest"]
     record = f'set "{kind}" in {RECORDED.name} to {{"version": %d, "digest": "{digest}"}}'
     assert version >= was, f"{constant} went back from {was} to {version}"
