@@ -73,12 +73,22 @@ class FileEntry:
         return self._refs
 
     def named(self, name: str) -> list[RefAt]:
+        """Its references that use `name`, in line order. Before its references are made,
+        only these are (the first `references` of `filter` over Django 3.2's 248 files that
+        use it made 124k references to keep 2.5k: 0.34 s of its 1.1 s)."""
         if self._named is None:
-            named: dict[str, list[RefAt]] = {}
-            for at in self.refs():
-                named.setdefault(at.ref.name, []).append(at)
-            self._named = named
-        return self._named.get(name, [])
+            self._named = {}
+        held = self._named.get(name)
+        if held is None:
+            s = self.stored
+            if self._refs is None and s.columns is not None:
+                rows = s.columns.rows_named(name)
+                made = s.columns.at_rows(s.tags.path, rows)
+                held = [RefAt(r, s.columns.chunk_id[at]) for r, at in zip(made, rows, strict=True)]
+            else:
+                held = [at for at in self.refs() if at.ref.name == name]
+            self._named[name] = held
+        return held
 
     def place(self, d: Definition) -> int:
         """The index of one of its definitions among `tags.definitions`."""

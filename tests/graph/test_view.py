@@ -87,3 +87,26 @@ def test_references_read_by_column_are_the_references_stored(tmp_path: Path) -> 
         assert list(cols.chunk_id) == list(plain[path].reference_chunks)
         assert all(type(r.line) is int and type(r.name) is str for r in made)
         assert len(cols.name) == len(made) and list(cols.name[1:3]) == [r.name for r in made[1:3]]
+
+
+def test_a_files_uses_of_a_name_are_those_of_all_its_references(tmp_path: Path) -> None:
+    """Asked before a file's references are made, `named` makes only that name's; they are
+    the ones, in the order and with the chunks, that its whole list holds."""
+    from memserver.navigate.view import FileEntry
+
+    real = Path(extract_tags.__code__.co_filename).read_text()  # a module with many uses
+    root = write_tree(tmp_path / "repo", {**FILES, "pkg/tags.py": real})
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    [stored] = [s for s in engine.open_store().graph.load(columns=True)
+                if s.tags.path == "pkg/tags.py"]  # fmt: skip
+    names = Counter(stored.columns.name if stored.columns is not None else ())
+    asked = [n for n, _ in names.most_common(5)] + ["no_such_name"]
+    early = FileEntry(stored)
+    first = {n: early.named(n) for n in asked}
+    assert early._refs is None  # none made but the asked ones
+    whole = FileEntry(stored).refs()
+    for name in asked:
+        assert first[name] == [at for at in whole if at.ref.name == name], name
+        assert len(first[name]) == names[name]
+    assert early.named(asked[0]) is first[asked[0]]  # made once
