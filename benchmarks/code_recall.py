@@ -17,16 +17,17 @@ import statistics
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from memserver.engine import Engine
 
 
-def is_hit(ev: dict, q: dict) -> bool:
+def is_hit(ev: dict[str, Any], q: dict[str, Any]) -> bool:
     if ev["path"] != q["gold_path"]:
         return False
     gs, ge = q["gold_start_line"], q["gold_end_line"]
     overlap = min(ev["end_line"], ge) - max(ev["start_line"], gs) + 1
-    return overlap >= 0.5 * (ge - gs + 1)
+    return bool(overlap >= 0.5 * (ge - gs + 1))
 
 
 def main() -> None:
@@ -41,7 +42,7 @@ def main() -> None:
     args = ap.parse_args()
 
     queries = [json.loads(line) for line in Path(args.dataset).read_text().splitlines() if line]
-    by_pkg: dict[str, list[dict]] = defaultdict(list)
+    by_pkg: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for q in queries:
         if q["answerable"] and (not args.packages or q["package"] in args.packages):
             by_pkg[q["package"]].append(q)

@@ -111,7 +111,7 @@ def main() -> None:
     after = scan(index_dir, marker, export)
     recalled = cli(root, index_dir, "recall", query, "--json")
     ids = [made["note_id"], *made["memory_ids"], *(a["id"] for a in with_marker)]
-    report = {
+    report: dict[str, Any] = {
         "marker_length": len(marker),
         "remembered": {
             "note": made["note_id"],

@@ -83,7 +83,7 @@ class Tally:
     false_pos: int = 0
     false_neg: int = 0
     confirmed: int = 0  # extras where jedi's own goto at the site gives the definition
-    classes: Counter = field(default_factory=Counter)
+    classes: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     def note(self, kind: str, text: str) -> None:
@@ -120,7 +120,8 @@ def load(root: Path) -> Project:
     return Project(root, tags, table, resolved, referrers, at_line, seconds)
 
 
-def _resolved(tags: dict[str, Any], resolve_one: Any) -> tuple[dict, dict, dict]:
+def _resolved(tags: dict[str, Any], resolve_one: Any
+              ) -> tuple[dict[Any, Any], dict[Any, Any], dict[Any, Any]]:  # fmt: skip
     """Every reference resolved, who refers to each top definition, definitions by line."""
     resolved: dict[Any, Any] = {}
     referrers: dict[Any, set[tuple[str, int]]] = {}
@@ -219,7 +220,7 @@ class Jedi:
         # silently misses references beyond them; lifted here so its answer is complete.
         jedi.inference.references._PARSED_FILE_LIMIT = 100_000
         self.cache_path = cache
-        self.memo: dict[str, object] = {}
+        self.memo: dict[str, Any] = {}
         if cache is not None and cache.exists():
             self.memo = json.loads(cache.read_text())
 
@@ -228,16 +229,16 @@ class Jedi:
         self.jedi = jedi
         self.root = root.resolve()
         self.project = jedi.Project(str(root), sys_path=paths, smart_sys_path=False)
-        self.scripts: dict[str, object] = {}
+        self.scripts: dict[str, Any] = {}
 
-    def script(self, rel: str):
+    def script(self, rel: str) -> Any:
         held = self.scripts.get(rel)
         if held is None:
             held = self.jedi.Script(path=str(self.root / rel), project=self.project)
             self.scripts[rel] = held
         return held
 
-    def _rel(self, name) -> str | None:
+    def _rel(self, name: Any) -> str | None:
         if name.module_path is None:
             return None
         try:
@@ -255,7 +256,7 @@ class Jedi:
             found = self._goto(rel, line, column)
             self.memo[key] = list(found) if found else None
         held = self.memo[key]
-        return (held[0], held[1]) if held else None  # type: ignore[index]
+        return (held[0], held[1]) if held else None
 
     def references(self, rel: str, line: int, column: int) -> set[tuple[str, int]] | None:
         key = f"refs {rel} {line} {column}"
@@ -263,7 +264,7 @@ class Jedi:
             found = self._references(rel, line, column)
             self.memo[key] = sorted(found) if found is not None else None
         held = self.memo[key]
-        return None if held is None else {(p, n) for p, n in held}  # type: ignore[union-attr]
+        return None if held is None else {(p, n) for p, n in held}
 
     def _goto(self, rel: str, line: int, column: int) -> tuple[str, int] | None:
         try:
@@ -302,7 +303,7 @@ def _lines(root: Path, rel: str) -> list[str]:
     return _LINES[key]
 
 
-def _in_import(name) -> bool:
+def _in_import(name: Any) -> bool:
     """Is this name part of an import statement (a reference, though jedi calls it a
     definition)?"""
     tree_name = getattr(name._name, "tree_name", None)
@@ -406,14 +407,19 @@ def _check_site(project: Project, jedi_: Jedi, site: Reference, tally: Tally) ->
     if (ours is None and theirs is None) or (ours is not None and _same(project, ours, theirs)):
         tally.site_agree += 1
         exact = ours is None or theirs == (ours.path, ours.name_line)
-        if not exact and theirs is not None and _reexports(project, ours, theirs):
+        if (
+            not exact
+            and ours is not None
+            and theirs is not None
+            and _reexports(project, ours, theirs)
+        ):
             project.reexport_stops += 1
     else:
         kind = _classify_site(project, site, found, theirs)
         tally.note(f"symbol: {kind}", f"{where}: ours {_show(ours)}, jedi {theirs}")
 
 
-def _classify_site(project: Project, site: Reference, found, theirs) -> str:
+def _classify_site(project: Project, site: Reference, found: Any, theirs: Any) -> str:
     tags = project.tags[site.path]
     score = found[0][1] if found else 0.0
     if theirs is None:
@@ -533,7 +539,8 @@ def _classify_missed(project: Project, d: Definition, where: tuple[str, int]) ->
     return "name collision"
 
 
-def run(tree: Path, names: int, seed: int, cache: Path | None, stored: bool = False) -> dict:
+def run(tree: Path, names: int, seed: int, cache: Path | None, stored: bool = False
+        ) -> dict[str, Any]:  # fmt: skip
     if stored:
         import tempfile
 
@@ -543,7 +550,8 @@ def run(tree: Path, names: int, seed: int, cache: Path | None, stored: bool = Fa
     return _run(load(tree), tree, names, seed, cache)
 
 
-def _run(project: Project, tree: Path, names: int, seed: int, cache: Path | None) -> dict:
+def _run(project: Project, tree: Path, names: int, seed: int, cache: Path | None
+         ) -> dict[str, Any]:  # fmt: skip
     jedi_ = Jedi(tree, cache / f"{tree.name}.json" if cache else None)
     chosen = sample(project, names, seed)
     started = time.perf_counter()
@@ -576,7 +584,7 @@ def _run(project: Project, tree: Path, names: int, seed: int, cache: Path | None
     }
 
 
-def report(results: list[dict]) -> None:
+def report(results: list[dict[str, Any]]) -> None:
     head = f"{'package':<16}{'names':>6}{'sites':>6}{'symbol':>8}{'lookup':>8}"
     print(head + f"{'prec':>7}{'recall':>7}{'prec*':>7}")
     for r in results:
@@ -601,7 +609,7 @@ def report(results: list[dict]) -> None:
                 print(f"          e.g. {example}")
 
 
-def save_report(results: list[dict], out: Path) -> None:
+def save_report(results: list[dict[str, Any]], out: Path) -> None:
     from memserver.eval.report import Bars, Page, Table, write_report
 
     packages = [r["package"] for r in results]

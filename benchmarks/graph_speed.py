@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from indexers.chunking import CODE_LANGUAGES, FileChunker
 from indexers.tagfile import tag_file
@@ -70,7 +71,7 @@ def keyword_phase(tree: Path) -> float:
     return float(report["seconds_to_search"])
 
 
-def measure(tree: Path, repeat: int, index: bool) -> dict:
+def measure(tree: Path, repeat: int, index: bool) -> dict[str, Any]:
     files = files_of(tree)
     code = [(p, t, lang) for p, t, lang in files if lang in CODE_LANGUAGES]
     options = ChunkOptions()
@@ -119,7 +120,7 @@ def measure(tree: Path, repeat: int, index: bool) -> dict:
     }
 
 
-def save_report(results: list[dict], out: Path) -> None:
+def save_report(results: list[dict[str, Any]], out: Path) -> None:
     from memserver.eval.report import Bars, Page, Table, write_report
 
     trees = [r["tree"] for r in results]

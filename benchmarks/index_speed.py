@@ -19,11 +19,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 COMMENT = {".py": "#", ".go": "//", ".js": "//", ".ts": "//", ".rs": "//", ".java": "//"}
 
 
-def run_index(root: Path, index_dir: Path, embedder: str | None) -> dict:
+def run_index(root: Path, index_dir: Path, embedder: str | None) -> dict[str, Any]:
     cmd = [
         sys.executable,
         "-m",
@@ -64,7 +65,7 @@ def pick_file(root: Path) -> Path:
     return files[len(files) // 2]
 
 
-def bench(tree: Path, work: Path, embedder: str | None) -> dict:
+def bench(tree: Path, work: Path, embedder: str | None) -> dict[str, Any]:
     root = work / tree.name
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(tree, root, ignore=shutil.ignore_patterns(".memserver", ".venv", ".git"))

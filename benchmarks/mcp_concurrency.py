@@ -100,8 +100,8 @@ async def client_load(url: str, queries: list[str], calls: int, seed: int,
                 result = await client.call_tool("recall", {"query": rng.choice(queries)})
                 ok = not result.is_error and well_formed(result.structured_content or {})
                 if not ok:
-                    out["errors"].append(str(result.content[0].text)[:300] if result.content
-                                         else "malformed")  # fmt: skip
+                    out["errors"].append(str(getattr(result.content[0], "text", ""))[:300]
+                                         if result.content else "malformed")  # fmt: skip
             except Exception as exc:  # a transport failure counts as an error too
                 out["errors"].append(f"{type(exc).__name__}: {exc}"[:300])
             out["ms"].append((time.perf_counter() - started) * 1000)
@@ -118,7 +118,8 @@ async def remember_loop(url: str, writer: Writer, out: dict[str, Any]) -> None:
                 "remember", {"text": f"Benchmark note {n}: the index was re-run under load."}
             )
             if result.is_error:
-                out["errors"].append("remember: " + result.content[0].text[:300])
+                said = str(getattr(result.content[0], "text", ""))
+                out["errors"].append("remember: " + said[:300])
             out["remembers"] += 1
             await anyio.sleep(1.0)
 

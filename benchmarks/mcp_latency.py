@@ -106,7 +106,8 @@ def _line(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
 
 def _reply(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
     assert proc.stdout is not None
-    return json.loads(proc.stdout.readline())
+    reply: dict[str, Any] = json.loads(proc.stdout.readline())
+    return reply
 
 
 ARGS: list[str] = []  # --index-dir, when given

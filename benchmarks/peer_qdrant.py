@@ -77,7 +77,7 @@ def is_hit(span: Mapping[str, Any], q: Mapping[str, Any]) -> bool:
         return False
     gs, ge = q["gold_start_line"], q["gold_end_line"]
     overlap = min(int(span["end_line"]), ge) - max(int(span["start_line"]), gs) + 1
-    return overlap >= 0.5 * (ge - gs + 1)
+    return bool(overlap >= 0.5 * (ge - gs + 1))
 
 
 def first_hit(spans: Sequence[Mapping[str, Any]], q: Mapping[str, Any]) -> int | None:

@@ -41,7 +41,8 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run_eval(bootstrap: str, env: dict[str, str], args: argparse.Namespace, work: Path) -> dict:
+def run_eval(bootstrap: str, env: dict[str, str], args: argparse.Namespace, work: Path
+             ) -> dict[str, Any]:  # fmt: skip
     cmd = [
         sys.executable,
         "-c",
@@ -61,7 +62,7 @@ def run_eval(bootstrap: str, env: dict[str, str], args: argparse.Namespace, work
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode:
         sys.exit(f"memserver eval code failed:\n{proc.stderr[-3000:]}")
-    report = json.loads(proc.stdout)
+    report: dict[str, Any] = json.loads(proc.stdout)
     report["wall_s"] = round(time.perf_counter() - started, 1)
     return report
 

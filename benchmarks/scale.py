@@ -21,6 +21,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from memserver.eval.scale import Options, run
 
@@ -61,7 +62,7 @@ def main() -> None:
         write_report(rows, args.report)
 
 
-def write_report(rows: list[dict], out: Path) -> None:
+def write_report(rows: list[dict[str, Any]], out: Path) -> None:
     from memserver.eval.figures import scale_report
 
     command = " ".join(["python", *(a if " " not in a else repr(a) for a in sys.argv)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,7 +143,7 @@ def sample_repo(tmp_path: Path) -> Path:
 def make_engine() -> Callable[..., object]:
     from memserver.engine import Engine
 
-    def make(root: Path, embedder: str = "hashing", **kw: object) -> Engine:
+    def make(root: Path, embedder: str = "hashing", **kw: Any) -> Engine:
         return Engine(root, kw.pop("index_dir", None), embedder_flag=embedder, env={}, **kw)
 
     return make

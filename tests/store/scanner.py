@@ -40,7 +40,7 @@ def in_table_versions(index_dir: Path, phrase: str) -> list[str]:
             table.checkout(version)
             if any(needle in s.lower() for s in _strings(table.to_arrow())):
                 hits.append(f"{name}@{version}")
-        table.checkout_latest()
+        table.checkout_latest()  # type: ignore[no-untyped-call]
     return hits
 
 
