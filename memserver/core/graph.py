@@ -7,7 +7,6 @@ Lines are 1-based; columns are 0-based character offsets into the line.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -203,6 +202,8 @@ def file_version(path: str, content_hash: str, chunk_ids: Sequence[str]) -> str:
     (the rows name their chunk, and lines move when only blank lines do). The files
     manifest holds all three, so the stored rows of the current version can always be
     told from those of another one."""
+    import hashlib  # here: the tags worker imports this module, never makes a key
+
     h = hashlib.sha256()
     for part in (str(GRAPH_VERSION), path, content_hash, *chunk_ids):
         h.update(part.encode("utf-8"))

@@ -80,6 +80,31 @@ def _code(pattern: str) -> list[str]:
     return "\n".join(line.split(";")[0] for line in code.split("\n")).split()
 
 
+def test_queries_load_from_a_zipped_package_too(tmp_path: Path) -> None:
+    """The query files are read from disk beside the module; where the package is not a
+    folder (imported from a zip) they come through `importlib.resources`, the same text."""
+    import subprocess
+    import sys
+    import zipfile
+
+    package = Path(indexers.treesitter.tags.__file__).parent.parent
+    archive = tmp_path / "indexers.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for f in package.rglob("*"):
+            if f.is_file() and "__pycache__" not in f.parts:
+                z.write(f, f.relative_to(package.parent).as_posix())
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from indexers.treesitter import registry; "
+        "assert registry.__file__.startswith(sys.argv[1]), registry.__file__; "
+        "sys.stdout.write(registry.query_text('go-tags') + registry.query_text('tsx-tags'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(archive)], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == query_text("go-tags") + query_text("tsx-tags")
+
+
 def test_tags_files_use_the_capture_convention() -> None:
     folder = resources.files("indexers.treesitter").joinpath("queries")
     stems = [p.name[:-4] for p in folder.iterdir() if p.name.endswith("-tags.scm")]
