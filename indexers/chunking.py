@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 
+from indexers.languages import parse_languages
 from indexers.markdown import markdown_pieces
 from indexers.tagfile import skip_parse_reason, tag_file
 from indexers.text import Lines, Piece, merge_tiny, text_pieces, tiling_problem, to_drafts
@@ -27,7 +28,8 @@ from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
 
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
 # Bump when a change to the chunkers changes their output: indexes re-chunk every file.
-CHUNKER_VERSION = 3
+# 4: a C file (`.h` header) whose text shows C++ is parsed as C++ first.
+CHUNKER_VERSION = 4
 
 
 class FileChunker:
@@ -80,23 +82,22 @@ class FileChunker:
     def _code(self, path: str, lines: Lines, text: str, language: str,
               tags: list[FileTags] | None) -> tuple[list[Piece], str | None]:  # fmt: skip
         """Pieces cut at definitions; into `tags`, when given, the tags of the same tree
-        (as `tag_file` makes them: the same parse, the same C++ retry, none on failure)."""
+        (as `tag_file` makes them: the same parse, the same grammars in the same order, none on
+        failure)."""
         options = self._options
         source = text.encode("utf-8", "replace")
         reason = skip_parse_reason(lines.blank, source, options.max_parse_bytes)
         if reason is None:
-            used = language
-            pieces, note, tree = code_pieces(lines, source, language, options)
-            if pieces is None and language == "c":  # a `.h` header is often C++
-                used = "cpp"
-                pieces, retry_note, tree = code_pieces(lines, source, used, options)
-                note = retry_note if pieces is not None else note
-            if pieces is not None:
-                if tags is not None:
-                    with contextlib.suppress(Exception):  # as in `tag_file`: no tags, no harm
-                        tags.append(extract_tags(path, text, used, tree, source))
-                return merge_tiny(pieces, lines, options), note
-            reason = note
+            refused: str | None = None  # why the first grammar's parse was refused
+            for used in parse_languages(language, text):  # a `.h` header is often C++
+                pieces, note, tree = code_pieces(lines, source, used, options)
+                if pieces is not None:
+                    if tags is not None:
+                        with contextlib.suppress(Exception):  # as `tag_file`: no tags, no harm
+                            tags.append(extract_tags(path, text, used, tree, source))
+                    return merge_tiny(pieces, lines, options), note
+                refused = refused or note
+            reason = refused
         return text_pieces(lines, "text", options), f"{reason}; used line windows"
 
     def _windows(

@@ -8,6 +8,7 @@ little else: on the core it shares with the indexing, its start is that much sho
 
 from __future__ import annotations
 
+from indexers.languages import parse_languages
 from indexers.treesitter import ERROR_SHARE_LIMIT
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from indexers.treesitter.definitions import error_share
@@ -33,7 +34,7 @@ def tag_file(path: str, text: str, language: str, max_parse_bytes: int) -> FileT
         blank = tuple(not row.strip() for row in text.split("\n"))
         if skip_parse_reason(blank, source, max_parse_bytes) is not None:
             return FileTags(path, language)
-        for used in (language, "cpp") if language == "c" else (language,):
+        for used in parse_languages(language, text):
             tree = parse(text, used, source)
             if error_share(tree.root_node, blank) <= ERROR_SHARE_LIMIT:
                 return extract_tags(path, text, used, tree, source)

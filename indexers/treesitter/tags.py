@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from indexers.languages import parse_languages
 from indexers.treesitter.definitions import end_line
 from indexers.treesitter.registry import LANGUAGES, tags_queries
 from indexers.treesitter.registry import language as _language
@@ -76,8 +77,10 @@ def extract_tags(path: str, text: str, language: str, tree: Tree | None = None,
                  source: bytes | None = None) -> FileTags:  # fmt: skip
     """The file's tags; empty tags when the language is unknown or anything fails.
 
-    `tree`, when given, must be the parse of `text` encoded as UTF-8 (as `parse` makes it);
-    `source`, when given, that encoding.
+    `tree`, when given, must be the parse of `text` encoded as UTF-8 (as `parse` makes it)
+    with the grammar of `language` (the chunker's, whose chunks the tags then match);
+    `source`, when given, that encoding. Without a tree, a C file is parsed as C++ too
+    (`parse_languages`) and the parse with fewer errors is read.
     """
     if language not in LANGUAGES:
         return FileTags(path, language)
@@ -85,11 +88,12 @@ def extract_tags(path: str, text: str, language: str, tree: Tree | None = None,
         if source is None:
             source = text.encode("utf-8", "replace")
         if tree is None:
-            tree = parse(text, language, source)
-        if language == "c" and tree.root_node.has_error:  # a `.h` header is often C++
-            retry = parse(text, "cpp", source)
-            if _errors(retry.root_node) < _errors(tree.root_node):
-                tree, language = retry, "cpp"
+            first, *other = parse_languages(language, text)
+            tree, language = parse(text, first, source), first
+            for retry_language in other if tree.root_node.has_error else ():
+                retry = parse(text, retry_language, source)
+                if _errors(retry.root_node) < _errors(tree.root_node):
+                    tree, language = retry, retry_language
         return _Extractor(path, language, tree.root_node, text, source).run()
     except Exception:  # the edge: a grammar or query failure must not stop indexing
         return FileTags(path, language)

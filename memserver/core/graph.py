@@ -34,8 +34,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # file's graph rows belong to another version then, and indexing passes every file again
 # (the version is part of `Engine.chunker_id`). 2: docstrings keep a leading backtick or quote.
 # 3: names in files that start with blank lines (they were read from the wrong bytes);
-# closure arguments' types, Lua's and JavaScript prototypes' classes.
-GRAPH_VERSION = 3
+# closure arguments' types, Lua's and JavaScript prototypes' classes. 4: a C file whose text
+# shows C++ is tagged from its C++ parse first (`indexers.languages.parse_languages`).
+GRAPH_VERSION = 4
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
 

@@ -7,6 +7,7 @@ import re
 import time
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -522,6 +523,75 @@ def test_a_cpp_header_named_dot_h_is_chunked_as_cpp_when_c_cannot_parse_it() -> 
     assert result.fallback_reason is None
     assert [(c.kind, c.symbol) for c in result.chunks] == [("module", ""), ("class", "geo")]
     assert_contract(result, header, UNITS, path="box.h")
+
+
+# C accepts it (a quarter of its lines in error, under ERROR_SHARE_LIMIT): only its text
+# tells that it is C++
+SHAPE_HEADER = """#pragma once
+#include <string>
+
+namespace geo {
+
+/// Something with an area.
+class Shape {
+ public:
+  virtual ~Shape() = default;
+  virtual double area() const = 0;
+  std::string describe() const;
+};
+
+double clamp(double value, double low, double high);
+
+}  // namespace geo
+"""
+
+
+def test_a_header_whose_text_shows_cpp_is_cut_and_tagged_from_one_cpp_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chunks and tags of a `.h` header come from the same parse, the C++ one, made once
+    each: not C (whose error recovery on C++ is most of a C++ project's parsing time), and
+    not the C parse for chunks beside a C++ one for tags."""
+    import indexers.tagfile
+    import indexers.treesitter.chunker
+    import indexers.treesitter.tags
+
+    parsed: list[str] = []  # the grammars parsed with, in turn (the chunker's, the tagger's)
+    grammar = indexers.treesitter.chunker.grammar
+    parse = indexers.treesitter.tags.parse
+
+    def chunker_grammar(language: str) -> Any:
+        parsed.append(language)
+        return grammar(language)
+
+    def tagger_parse(text: str, language: str, source: bytes | None = None) -> Any:
+        parsed.append(language)
+        return parse(text, language, source)
+
+    monkeypatch.setattr(indexers.treesitter.chunker, "grammar", chunker_grammar)
+    for module in (indexers.tagfile, indexers.treesitter.tags):
+        monkeypatch.setattr(module, "parse", tagger_parse)
+    made = FileChunker(UNITS, RegexTokens()).chunk("shape.h", SHAPE_HEADER, "c", tags=True)
+    assert made.fallback_reason is None
+    assert [(c.kind, c.symbol) for c in made.chunks] == [("module", ""), ("class", "geo")]
+    assert made.tags is not None and made.tags.language == "cpp"
+    assert "geo.Shape.area" in {d.qualified for d in made.tags.definitions}
+    assert parsed == ["cpp"]
+    alone = indexers.tagfile.tag_file("shape.h", SHAPE_HEADER, "c", UNITS.max_parse_bytes)
+    assert alone == made.tags and parsed == ["cpp", "cpp"]
+
+
+def test_c_is_parsed_as_cpp_first_only_when_its_text_shows_cpp() -> None:
+    from indexers.languages import parse_languages
+
+    plain = "#include <stdio.h>\n/* a class of its own */\nint main(void) { return 0; }\n"
+    assert parse_languages("c", plain) == ("c", "cpp")
+    for marked in ("template <typename T>\nT id(T x);\n", "namespace a {}\n",
+                   "class Box {\n public:\n};\n", "using namespace std;\n",
+                   "int f() { return std::max(1, 2); }\n"):  # fmt: skip
+        assert parse_languages("c", marked) == ("cpp", "c"), marked
+    assert parse_languages("cpp", plain) == ("cpp",)
+    assert parse_languages("python", "class A:\n    pass\n") == ("python",)
 
 
 @pytest.mark.parametrize("language", ["javascript", "typescript"])
