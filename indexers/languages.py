@@ -154,11 +154,12 @@ def shebang_language(first_line: str) -> str | None:
     return _BY_INTERPRETER.get(_VERSION_SUFFIX.sub("", program))
 
 
-# A line of a `.h` header that only C++ writes: a template, a namespace, a class, an access
-# label, a `using namespace`, or `std::` anywhere.
+# A line of a `.h` header that only C++ starts so: a template, a namespace, a class, an
+# access label, a `using namespace`, a declaration of a `std::` type. At the start of a line,
+# not anywhere: C sources name C++ in their comments (xxhash's "Example C++ `std::string`").
 _CPP_MARKS = re.compile(
     r"^[ \t]*(?:template[ \t]*<|namespace\b|class[ \t]+\w|using[ \t]+namespace\b"
-    r"|(?:public|private|protected)[ \t]*:)|\bstd::",
+    r"|(?:public|private|protected)[ \t]*:|(?:const[ \t]+)?std::)",
     re.MULTILINE,
 )
 

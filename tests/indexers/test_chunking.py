@@ -584,11 +584,12 @@ def test_a_header_whose_text_shows_cpp_is_cut_and_tagged_from_one_cpp_parse(
 def test_c_is_parsed_as_cpp_first_only_when_its_text_shows_cpp() -> None:
     from indexers.languages import parse_languages
 
-    plain = "#include <stdio.h>\n/* a class of its own */\nint main(void) { return 0; }\n"
+    plain = ("#include <stdio.h>\n/* a class of its own, as C++'s\n * std::string is */\n"
+             "int main(void) { return 0; }\n")  # fmt: skip
     assert parse_languages("c", plain) == ("c", "cpp")
     for marked in ("template <typename T>\nT id(T x);\n", "namespace a {}\n",
                    "class Box {\n public:\n};\n", "using namespace std;\n",
-                   "int f() { return std::max(1, 2); }\n"):  # fmt: skip
+                   "struct A {\n  std::string name;\n};\n"):  # fmt: skip
         assert parse_languages("c", marked) == ("cpp", "c"), marked
     assert parse_languages("cpp", plain) == ("cpp",)
     assert parse_languages("python", "class A:\n    pass\n") == ("python",)
