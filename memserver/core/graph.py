@@ -35,7 +35,8 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # (the version is part of `Engine.chunker_id`). 2: docstrings keep a leading backtick or quote.
 # 3: names in files that start with blank lines (they were read from the wrong bytes);
 # closure arguments' types, Lua's and JavaScript prototypes' classes. 4: a C file whose text
-# shows C++ is tagged from its C++ parse first (`indexers.languages.parse_languages`).
+# shows C++ is tagged from its C++ parse first (`indexers.languages.parse_languages`), and a
+# C file with syntax errors from its C parse, as it is chunked (not from a C++ parse beside).
 GRAPH_VERSION = 4
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
