@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
+from typing import Any
 
-from indexers.languages import parse_languages
+from indexers.languages import choose_parse
 from indexers.markdown import markdown_pieces
 from indexers.tagfile import skip_parse_reason, tag_file
 from indexers.text import Lines, Piece, merge_tiny, text_pieces, tiling_problem, to_drafts
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from indexers.treesitter.chunker import code_pieces
+from indexers.treesitter.definitions import error_share
 from indexers.treesitter.tags import extract_tags
 from memserver.core.graph import FileTags
 from memserver.core.protocols import TokenCounter
@@ -88,16 +90,23 @@ class FileChunker:
         source = text.encode("utf-8", "replace")
         reason = skip_parse_reason(lines.blank, source, options.max_parse_bytes)
         if reason is None:
-            refused: str | None = None  # why the first grammar's parse was refused
-            for used in parse_languages(language, text):  # a `.h` header is often C++
+            refused: list[str | None] = []  # why each refused grammar refused it
+
+            def attempt(used: str) -> tuple[Any, float]:
                 pieces, note, tree = code_pieces(lines, source, used, options)
-                if pieces is not None:
-                    if tags is not None:
-                        with contextlib.suppress(Exception):  # as `tag_file`: no tags, no harm
-                            tags.append(extract_tags(path, text, used, tree, source))
-                    return merge_tiny(pieces, lines, options), note
-                refused = refused or note
-            reason = refused
+                if pieces is None:
+                    refused.append(note)
+                    return None, 1.0
+                return (pieces, note, tree), error_share(tree.root_node, lines.blank)
+
+            chosen = choose_parse(language, text, path, attempt)  # a `.h` header may be C++
+            if chosen is not None:
+                used, (pieces, note, tree) = chosen
+                if tags is not None:
+                    with contextlib.suppress(Exception):  # as in `tag_file`: no tags, no harm
+                        tags.append(extract_tags(path, text, used, tree, source))
+                return merge_tiny(pieces, lines, options), note
+            reason = refused[0] if refused else None
         return text_pieces(lines, "text", options), f"{reason}; used line windows"
 
     def _windows(

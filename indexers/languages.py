@@ -7,8 +7,15 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
-__all__ = ["LANGUAGES", "detect_language", "parse_languages", "shebang_language"]
+__all__ = [
+    "LANGUAGES", "choose_parse", "detect_language", "is_c_header", "parse_languages",
+    "shebang_language",
+]  # fmt: skip
+
+T = TypeVar("T")
 
 LANGUAGES: tuple[str, ...] = (
     "python",
@@ -154,23 +161,61 @@ def shebang_language(first_line: str) -> str | None:
     return _BY_INTERPRETER.get(_VERSION_SUFFIX.sub("", program))
 
 
-# A line of a `.h` header that only C++ starts so: a template, a namespace, a class, an
-# access label, a `using namespace`, a declaration of a `std::` type. At the start of a line,
-# not anywhere: C sources name C++ in their comments (xxhash's "Example C++ `std::string`").
+# A line of a `.h` header that only C++ starts so: a template, a namespace block or alias, a
+# class (declared or defined: one or two words, then `{`, `:`, `;` or the line's end), an
+# `enum class`, a `using` declaration, an access label, a declaration of a `std::` type, an
+# `extern "C++"` block, an include of a standard C++ header (no extension). At the start of a
+# line, not anywhere: C sources name C++ in their comments (xxhash's "Example C++
+# `std::string`"), and GNU-style comment lines start with plain words ("class decides…").
 _CPP_MARKS = re.compile(
-    r"^[ \t]*(?:template[ \t]*<|namespace\b|class[ \t]+\w|using[ \t]+namespace\b"
-    r"|(?:public|private|protected)[ \t]*:|(?:const[ \t]+)?std::)",
+    r"^[ \t]*(?:template[ \t]*<"
+    r"|namespace(?:[ \t]+[\w:]+)?[ \t]*(?:\{|$)|namespace[ \t]+\w+[ \t]*="
+    r"|class[ \t]+(?:\w+[ \t]+)?\w+[ \t]*(?:final[ \t]*)?(?:[:{;]|$)"
+    r"|enum[ \t]+class\b|using[ \t]+(?:namespace\b|\w+[ \t]*=)"
+    r"|(?:public|private|protected)[ \t]*:"
+    r"|(?:(?:static|inline|const|typedef|extern)[ \t]+)*std::"
+    r"|extern[ \t]+\"C\+\+\"|\#[ \t]*include[ \t]*<\w+>)",
     re.MULTILINE,
 )
 
 
-def parse_languages(language: str, text: str) -> tuple[str, ...]:
-    """The grammars to parse a file with, in order, the first whose parse is accepted wins:
-    a C file (`.h` headers among them) also as C++, first when its text shows C++.
+def is_c_header(language: str, path: str) -> bool:
+    """A `.h` file: C or C++, which only its text tells. A `.c` file is C."""
+    return language == "c" and path.lower().endswith(".h")
+
+
+def parse_languages(language: str, text: str, path: str) -> tuple[str, ...]:
+    """The grammars to parse a file with, in order (`choose_parse` picks one): a C file is
+    also parsed as C++ when C refuses it, and a `.h` header whose lines start as only C++
+    starts them is parsed as C++ first.
 
     Parsing C++ as C costs most of the time of a C++ project's headers: the C grammar's
     error recovery on pybind11's 36 headers took 335 ms, the C++ parses 98 ms, and 12 of
     them passed as C with their errors (classes and templates cut as broken C)."""
     if language != "c":
         return (language,)
-    return ("cpp", "c") if _CPP_MARKS.search(text) else ("c", "cpp")
+    if is_c_header(language, path) and _CPP_MARKS.search(text):
+        return ("cpp", "c")
+    return ("c", "cpp")
+
+
+def choose_parse(
+    language: str, text: str, path: str, attempt: Callable[[str], tuple[T | None, float]]
+) -> tuple[str, T] | None:
+    """The grammar and the parse a file is cut and tagged from, the same for the chunker
+    and the tagger: `attempt(grammar)` parses (None when the parse is refused) and gives
+    its error share. The grammars are tried in `parse_languages`' order and the first
+    accepted parse wins, but a `.h` header that C reads with errors is weighed against its
+    C++ parse (fewer errors win, C on a tie): a header that shows no C++ at its lines'
+    starts may still be C++. (Not the other way round: C's error recovery on C++ is what
+    made C++ projects slow to parse.)"""
+    best: tuple[float, str, T] | None = None
+    for used in parse_languages(language, text, path):
+        result, share = attempt(used)
+        if result is None:
+            continue
+        if best is None or share < best[0]:
+            best = (share, used, result)
+        if share == 0.0 or used != "c" or not is_c_header(language, path):
+            break
+    return None if best is None else (best[1], best[2])

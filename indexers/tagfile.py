@@ -8,7 +8,9 @@ little else: on the core it shares with the indexing, its start is that much sho
 
 from __future__ import annotations
 
-from indexers.languages import parse_languages
+from typing import Any
+
+from indexers.languages import choose_parse
 from indexers.treesitter import ERROR_SHARE_LIMIT
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from indexers.treesitter.definitions import error_share
@@ -34,10 +36,15 @@ def tag_file(path: str, text: str, language: str, max_parse_bytes: int) -> FileT
         blank = tuple(not row.strip() for row in text.split("\n"))
         if skip_parse_reason(blank, source, max_parse_bytes) is not None:
             return FileTags(path, language)
-        for used in parse_languages(language, text):
+
+        def attempt(used: str) -> tuple[Any, float]:
             tree = parse(text, used, source)
-            if error_share(tree.root_node, blank) <= ERROR_SHARE_LIMIT:
-                return extract_tags(path, text, used, tree, source)
+            share = error_share(tree.root_node, blank)
+            return (tree if share <= ERROR_SHARE_LIMIT else None), share
+
+        chosen = choose_parse(language, text, path, attempt)
+        if chosen is not None:
+            return extract_tags(path, text, chosen[0], chosen[1], source)
     except Exception:  # the edge, as in `chunk`: a failure leaves the file without tags
         pass
     return FileTags(path, language)

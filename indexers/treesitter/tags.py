@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from indexers.languages import parse_languages
-from indexers.treesitter.definitions import end_line
+from indexers.languages import choose_parse
+from indexers.treesitter.definitions import end_line, error_share
 from indexers.treesitter.registry import LANGUAGES, tags_queries
 from indexers.treesitter.registry import language as _language
 from memserver.core.graph import (
@@ -79,8 +79,8 @@ def extract_tags(path: str, text: str, language: str, tree: Tree | None = None,
 
     `tree`, when given, must be the parse of `text` encoded as UTF-8 (as `parse` makes it)
     with the grammar of `language` (the chunker's, whose chunks the tags then match);
-    `source`, when given, that encoding. Without a tree, a C file is parsed as C++ too
-    (`parse_languages`) and the parse with fewer errors is read.
+    `source`, when given, that encoding. Without a tree, the grammar is chosen as the
+    chunker chooses it (`choose_parse`), except that no parse is refused for its errors.
     """
     if language not in LANGUAGES:
         return FileTags(path, language)
@@ -88,27 +88,19 @@ def extract_tags(path: str, text: str, language: str, tree: Tree | None = None,
         if source is None:
             source = text.encode("utf-8", "replace")
         if tree is None:
-            first, *other = parse_languages(language, text)
-            tree, language = parse(text, first, source), first
-            for retry_language in other if tree.root_node.has_error else ():
-                retry = parse(text, retry_language, source)
-                if _errors(retry.root_node) < _errors(tree.root_node):
-                    tree, language = retry, retry_language
+            blank = tuple(not row.strip() for row in text.split("\n"))
+
+            def attempt(used: str) -> tuple[Tree, float]:
+                parsed = parse(text, used, source)
+                return parsed, error_share(parsed.root_node, blank)
+
+            chosen = choose_parse(language, text, path, attempt)
+            if chosen is None:  # none is refused here: every grammar gives a parse
+                return FileTags(path, language)
+            language, tree = chosen
         return _Extractor(path, language, tree.root_node, text, source).run()
     except Exception:  # the edge: a grammar or query failure must not stop indexing
         return FileTags(path, language)
-
-
-def _errors(root: Node) -> int:
-    """How many ERROR and MISSING nodes a tree has (only where the parser flagged errors)."""
-    count, stack = 0, [root]
-    while stack:
-        node = stack.pop()
-        if node.is_error or node.is_missing:
-            count += 1
-        elif node.has_error:
-            stack.extend(node.children)
-    return count
 
 
 @dataclass(slots=True)

@@ -581,18 +581,71 @@ def test_a_header_whose_text_shows_cpp_is_cut_and_tagged_from_one_cpp_parse(
     assert alone == made.tags and parsed == ["cpp", "cpp"]
 
 
-def test_c_is_parsed_as_cpp_first_only_when_its_text_shows_cpp() -> None:
+def test_a_header_is_parsed_as_cpp_first_only_when_its_lines_start_as_cpp() -> None:
     from indexers.languages import parse_languages
 
     plain = ("#include <stdio.h>\n/* a class of its own, as C++'s\n * std::string is */\n"
              "int main(void) { return 0; }\n")  # fmt: skip
-    assert parse_languages("c", plain) == ("c", "cpp")
-    for marked in ("template <typename T>\nT id(T x);\n", "namespace a {}\n",
-                   "class Box {\n public:\n};\n", "using namespace std;\n",
-                   "struct A {\n  std::string name;\n};\n"):  # fmt: skip
-        assert parse_languages("c", marked) == ("cpp", "c"), marked
-    assert parse_languages("cpp", plain) == ("cpp",)
-    assert parse_languages("python", "class A:\n    pass\n") == ("python",)
+    gnu = "/* Each register's\n   class decides nothing here.  */\nint count(void);\n"
+    variable = "void f(void)\n{\n  const char *namespace;\n  namespace = name();\n}\n"
+    for text in (plain, gnu, variable):
+        assert parse_languages("c", text, "a.h") == ("c", "cpp"), text
+    for marked in ("template <typename T>\nT id(T x);\n", "namespace a {}\n", "namespace a\n{\n}\n",
+                   "class Box {\n public:\n};\n", "class Box;\n", "using namespace std;\n",
+                   "struct A {\n  std::string name;\n};\n", "static std::string name();\n",
+                   "enum class Color { red };\n", "using Id = int;\n", "#include <string>\n",
+                   'extern "C++" {\n}\n'):  # fmt: skip
+        assert parse_languages("c", marked, "a.h") == ("cpp", "c"), marked
+        assert parse_languages("c", marked, "a.c") == ("c", "cpp"), marked  # a .c file is C
+    assert parse_languages("cpp", plain, "a.cpp") == ("cpp",)
+    assert parse_languages("python", "class A:\n    pass\n", "a.py") == ("python",)
+
+
+K_AND_R = """/* Count the set registers.  Each register's
+   class decides nothing here.  */
+int
+count_regs (regs, n)
+     int *regs;
+     int n;
+{
+  int i, total = 0;
+  for (i = 0; i < n; i++)
+    total += regs[i];
+  return total;
+}
+"""
+
+
+def test_c_that_cpp_would_read_with_errors_stays_c() -> None:
+    """K&R C under a GNU-style comment whose second line starts with "class": C++ accepts it
+    with errors (11 % of its lines), C without any."""
+    from indexers.tagfile import tag_file
+
+    for path in ("regs.c", "regs.h"):
+        made = FileChunker(UNITS, RegexTokens()).chunk(path, K_AND_R, "c", tags=True)
+        assert [(c.kind, c.symbol) for c in made.chunks] == [("function", "count_regs")], path
+        assert made.tags is not None and made.tags.language == "c"
+        assert tag_file(path, K_AND_R, "c", UNITS.max_parse_bytes) == made.tags
+
+
+def test_a_header_that_c_reads_with_errors_is_weighed_against_cpp() -> None:
+    """No line of it starts as only C++ does, and C accepts it (14 % of its lines in error):
+    its C++ parse, without errors, is the one it is cut and tagged from."""
+    from indexers.tagfile import tag_file
+
+    header = (
+        "#pragma once\n\nstruct Config {\n  int width;\n  bool vsync;\n};\n\n"
+        "bool load_config(const std::string& path, struct Config* out);\n"
+        "void save_config(const std::string& path, const struct Config* config);\n"
+        "int config_width(const struct Config* config);\n"
+        "void reset_config(struct Config* config);\n"
+    )
+    made = FileChunker(UNITS, RegexTokens()).chunk("config.h", header, "c", tags=True)
+    assert made.tags is not None and made.tags.language == "cpp"
+    assert {"load_config", "save_config", "config_width"} <= {d.name for d in made.tags.definitions}
+    assert tag_file("config.h", header, "c", UNITS.max_parse_bytes) == made.tags
+    as_c = FileChunker(UNITS, RegexTokens()).chunk("config.c", header, "c", tags=True)
+    assert as_c.tags is not None and as_c.tags.language == "c"  # a .c file is C
 
 
 @pytest.mark.parametrize("language", ["javascript", "typescript"])
