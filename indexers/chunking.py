@@ -30,7 +30,8 @@ from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
 
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
 # Bump when a change to the chunkers changes their output: indexes re-chunk every file.
-# 4: a C file (`.h` header) whose text shows C++ is parsed as C++ first.
+# 4: a `.h` header is parsed as C++ first when its lines show C++, and a C parse of one with
+# errors is weighed against its C++ parse (`indexers.languages.choose_parse`).
 CHUNKER_VERSION = 4
 
 
@@ -84,8 +85,7 @@ class FileChunker:
     def _code(self, path: str, lines: Lines, text: str, language: str,
               tags: list[FileTags] | None) -> tuple[list[Piece], str | None]:  # fmt: skip
         """Pieces cut at definitions; into `tags`, when given, the tags of the same tree
-        (as `tag_file` makes them: the same parse, the same grammars in the same order, none on
-        failure)."""
+        (as `tag_file` makes them: the same parse, chosen by the same rule, none on failure)."""
         options = self._options
         source = text.encode("utf-8", "replace")
         reason = skip_parse_reason(lines.blank, source, options.max_parse_bytes)

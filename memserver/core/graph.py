@@ -34,9 +34,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # file's graph rows belong to another version then, and indexing passes every file again
 # (the version is part of `Engine.chunker_id`). 2: docstrings keep a leading backtick or quote.
 # 3: names in files that start with blank lines (they were read from the wrong bytes);
-# closure arguments' types, Lua's and JavaScript prototypes' classes. 4: a C file whose text
-# shows C++ is tagged from its C++ parse first (`indexers.languages.parse_languages`), and a
-# C file with syntax errors from its C parse, as it is chunked (not from a C++ parse beside).
+# closure arguments' types, Lua's and JavaScript prototypes' classes. 4: C and C++ files are
+# tagged from the parse they are chunked from, which `indexers.languages.choose_parse` picks
+# (a `.h` header whose lines show C++: C++ first), not from a C++ parse made beside a C one.
 GRAPH_VERSION = 4
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
