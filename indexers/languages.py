@@ -15,7 +15,7 @@ __all__ = [
     "shebang_language",
 ]  # fmt: skip
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 LANGUAGES: tuple[str, ...] = (
     "python",
@@ -200,8 +200,8 @@ def parse_languages(language: str, text: str, path: str) -> tuple[str, ...]:
 
 
 def choose_parse(
-    language: str, text: str, path: str, attempt: Callable[[str], tuple[T | None, float]]
-) -> tuple[str, T] | None:
+    language: str, text: str, path: str, attempt: Callable[[str], tuple[_T | None, float]]
+) -> tuple[str, _T] | None:
     """The grammar and the parse a file is cut and tagged from, the same for the chunker
     and the tagger: `attempt(grammar)` parses (None when the parse is refused) and gives
     its error share. The grammars are tried in `parse_languages`' order and the first
@@ -209,7 +209,7 @@ def choose_parse(
     C++ parse (fewer errors win, C on a tie): a header that shows no C++ at its lines'
     starts may still be C++. (Not the other way round: C's error recovery on C++ is what
     made C++ projects slow to parse.)"""
-    best: tuple[float, str, T] | None = None
+    best: tuple[float, str, _T] | None = None
     for used in parse_languages(language, text, path):
         result, share = attempt(used)
         if result is None:

@@ -13,7 +13,7 @@ from typing import Any
 from indexers.languages import choose_parse
 from indexers.treesitter import ERROR_SHARE_LIMIT
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
-from indexers.treesitter.definitions import error_share
+from indexers.treesitter.definitions import blank_rows, error_share
 from indexers.treesitter.tags import extract_tags, parse
 from memserver.core.graph import FileTags
 
@@ -33,7 +33,7 @@ def tag_file(path: str, text: str, language: str, max_parse_bytes: int) -> FileT
         return FileTags(path, language)
     try:
         source = text.encode("utf-8", "replace")
-        blank = tuple(not row.strip() for row in text.split("\n"))
+        blank = blank_rows(text)
         if skip_parse_reason(blank, source, max_parse_bytes) is not None:
             return FileTags(path, language)
 

@@ -171,6 +171,12 @@ def _contains(outer: Node, inner: Node) -> bool:
     return bool(outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte)
 
 
+def blank_rows(text: str) -> tuple[bool, ...]:
+    """Which of the text's rows are blank, as the chunker's `Lines.blank` has them: the
+    tagger's error shares must be the chunker's, so that both pick the same parse."""
+    return tuple(not row.strip() for row in text.split("\n"))
+
+
 def error_share(root: Node, blank: tuple[bool, ...]) -> float:
     """Share of the non-blank lines holding tokens the parser could not fit into any rule.
 
@@ -193,4 +199,4 @@ def error_share(root: Node, blank: tuple[bool, ...]) -> float:
     return hit / total if total else 0.0
 
 
-__all__ = ["Definition", "end_line", "error_share", "find_definitions"]
+__all__ = ["Definition", "blank_rows", "end_line", "error_share", "find_definitions"]

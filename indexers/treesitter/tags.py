@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from indexers.languages import choose_parse
-from indexers.treesitter.definitions import end_line, error_share
+from indexers.treesitter.definitions import blank_rows, end_line, error_share
 from indexers.treesitter.registry import LANGUAGES, tags_queries
 from indexers.treesitter.registry import language as _language
 from memserver.core.graph import (
@@ -88,7 +88,7 @@ def extract_tags(path: str, text: str, language: str, tree: Tree | None = None,
         if source is None:
             source = text.encode("utf-8", "replace")
         if tree is None:
-            blank = tuple(not row.strip() for row in text.split("\n"))
+            blank = blank_rows(text)
 
             def attempt(used: str) -> tuple[Tree, float]:
                 parsed = parse(text, used, source)
