@@ -21,6 +21,13 @@ each kind before the timings loads grammars and queries (as a long-lived process
 them). Disk: the `symbols` and `refs` tables against the rest of the index folder, after
 the run compacted it (with --embedder, vectors included, as a real index holds them).
 
+The machine's other work moves a run's time by more than the graph costs (two medians of 12
+runs of the same code differed by up to 10 points on a shared 2-core machine), so the share
+is also given paired: each repetition's run with the graph against its own run without it
+(adjacent in time, they meet the same load), their median, and a 95 % interval for that
+median (2,000 bootstrap resamples of the repetitions, seeded): a target is met when the
+interval's upper end is under it, and cannot be told when the interval straddles it.
+
 --split also times the two halves of the graph's cost, in turn with the rest: its write
 ("tags ready": each file's tags made before the run, no worker, the rows written as
 usual) and its making ("no write": a worker tags beside the run, the batch waits for its
@@ -34,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -160,6 +168,15 @@ def _run(tree: Path, embedder: str, variant: str) -> tuple[float, float, dict[st
     return report.seconds_to_search, cpu, disk
 
 
+def paired(with_: list[float], without: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """The median of the repetitions' shares (with / without - 1, run by run) and a 95 %
+    bootstrap interval for it."""
+    shares = [w / b - 1 for w, b in zip(with_, without, strict=True)]
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(shares, k=len(shares))) for _ in range(2000))
+    return statistics.median(shares), medians[49], medians[1949]
+
+
 def measure(tree: Path, repeat: int, embedder: str, split: bool = False) -> dict[str, Any]:
     variants = _VARIANTS + _SPLIT if split else _VARIANTS
     for variant in variants:  # imports, grammars, queries, a first worker: outside timings
@@ -179,11 +196,14 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False) -> dict
     base = wall["without"]
     halves = {f"{v.replace('-', '_')}_share": round((wall[v] - base) / base, 4)
               for v in _SPLIT if v in wall}  # fmt: skip
+    share, low, high = paired([r[0] for r in runs["default"]], [r[0] for r in runs["without"]])
     return {
         "tree": tree.name,
         "keyword_phase_s": round(base, 3),
         "with_graph_s": round(wall["default"], 3),
         "share": round((wall["default"] - base) / base, 4),
+        "paired_share": round(share, 4),
+        "paired_interval": [round(low, 4), round(high, 4)],
         "default_runs_with_a_worker": f"{default_workers}/{repeat}",
         "worker_s": round(wall["worker"], 3),
         "worker_share": round((wall["worker"] - base) / base, 4),
@@ -230,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['cpu_without_s']:>8.2f}{r['cpu_in_process_s']:>9.2f}{r['cpu_share']:>8.1%}"
               f"{r['graph_bytes'] / 1e6:>10.2f}{r['rest_bytes'] / 1e6:>9.2f}"
               f"{r['disk_share']:>7.1%}")  # fmt: skip
+    for r in results:
+        low, high = r["paired_interval"]
+        print(f"{r['tree']:<12}paired share (run by run) {r['paired_share']:+.1%}, 95 % interval "
+              f"{low:+.1%} .. {high:+.1%} ({r['repeat']} repetitions)")  # fmt: skip
     for r in results:
         if "tags_ready_share" in r:
             print(f"{r['tree']:<12}the write alone (tags ready) {r['tags_ready_share']:+.1%}, "

@@ -77,6 +77,7 @@ def test_the_graph_benchmarks_run_on_a_small_package(
     try:
         graph_jedi = importlib.import_module("graph_jedi")
         graph_latency = importlib.import_module("graph_latency")
+        graph_overhead = importlib.import_module("graph_overhead")
     finally:
         sys.path.remove(str(BENCHMARKS[0].parent))
     assert graph_jedi.main([str(root), "--stored", "--names", "4", "--json"]) == 0
@@ -88,3 +89,24 @@ def test_the_graph_benchmarks_run_on_a_small_package(
     [timed] = json.loads(capsys.readouterr().out)
     assert timed["files"] == len(_PACKAGE) and timed["names"] == 4
     assert timed["outline_map_first_ms"] > 0 and timed["symbol_ms"]["p95"] > 0
+    assert graph_overhead.main([str(root), "--repeat", "2", "--json"]) == 0
+    [overhead] = json.loads(capsys.readouterr().out)
+    low, high = overhead["paired_interval"]
+    assert low <= overhead["paired_share"] <= high and overhead["graph_bytes"] > 0
+
+
+def test_the_paired_share_and_its_interval() -> None:
+    """Run by run: a graph that costs a tenth of every run is a tenth with no doubt, however
+    much the runs themselves vary; shares that vary give an interval around their median."""
+    sys.path.insert(0, str(BENCHMARKS[0].parent))
+    try:
+        paired = importlib.import_module("graph_overhead").paired
+    finally:
+        sys.path.remove(str(BENCHMARKS[0].parent))
+    without = [0.2, 0.5, 0.3, 0.9, 0.25]
+    share, low, high = paired([w * 1.1 for w in without], without)
+    assert round(share, 9) == round(low, 9) == round(high, 9) == 0.1
+    varied = [w * (1 + s) for w, s in zip(without, (0.02, 0.3, 0.05, 0.08, 0.12), strict=True)]
+    share, low, high = paired(varied, without)
+    assert round(share, 9) == 0.08 and low < share < high
+    assert 0.02 <= round(low, 9) and round(high, 9) <= 0.3  # within the shares seen
