@@ -90,12 +90,12 @@ class FileChunker:
         source = text.encode("utf-8", "replace")
         reason = skip_parse_reason(lines.blank, source, options.max_parse_bytes)
         if reason is None:
-            refused: list[str | None] = []  # why each refused grammar refused it
+            refused: list[tuple[str, str | None]] = []  # each refusing grammar, and why
 
             def attempt(used: str) -> tuple[Any, float]:
                 pieces, note, tree = code_pieces(lines, source, used, options)
                 if pieces is None:
-                    refused.append(note)
+                    refused.append((used, note))
                     return None, 1.0
                 return (pieces, note, tree), error_share(tree.root_node, lines.blank)
 
@@ -106,7 +106,7 @@ class FileChunker:
                     with contextlib.suppress(Exception):  # as in `tag_file`: no tags, no harm
                         tags.append(extract_tags(path, text, used, tree, source))
                 return merge_tiny(pieces, lines, options), note
-            reason = refused[0] if refused else None
+            reason = _refusals(refused)
         return text_pieces(lines, "text", options), f"{reason}; used line windows"
 
     def _windows(
@@ -120,6 +120,17 @@ class FileChunker:
             return ChunkResult(
                 _bare_windows(path, text, language, self._options), f"{reason}; {exc}"[:800]
             )
+
+
+def _refusals(refused: list[tuple[str, str | None]]) -> str | None:
+    """Why no grammar's parse was used: one grammar's reason as it gave it, or each
+    grammar's, named ("as C: too many syntax errors (41% of the file); as C++: …")."""
+    if len(refused) < 2:
+        return refused[0][1] if refused else None
+    return "; ".join(f"as {_NAMES.get(used, used)}: {why}" for used, why in refused)
+
+
+_NAMES = {"c": "C", "cpp": "C++"}  # the grammars a file may be parsed with in turn
 
 
 def _bare_windows(

@@ -418,9 +418,25 @@ def test_garbage_in_a_code_language_falls_back_with_a_reason(language: str) -> N
     if language == "php":
         text = "<?php\n" + text  # without the tag, PHP text is inline HTML: nothing to parse
     result = chunk(text, language)
-    assert result.fallback_reason and result.fallback_reason.startswith("too many syntax errors")
+    first = "as C: " if language == "c" else ""  # C, then C++: each named (see below)
+    assert result.fallback_reason
+    assert result.fallback_reason.startswith(f"{first}too many syntax errors")
     assert {c.kind for c in result.chunks} == {"text"}
     assert_contract(result, text, UNITS)
+
+
+def test_a_file_that_c_and_cpp_both_refuse_says_why_for_each() -> None:
+    """The reason names each grammar with its own error share: one share, unnamed, read as
+    if only C had been tried."""
+    garbage = "\n".join(f"Zq ]] ${i} )) {{ '' <<< :: end }} ?? @@ ]] ))" for i in range(40))
+    for path in ("f.c", "f.h"):
+        reason = chunk(garbage, "c", path=path).fallback_reason
+        assert reason and reason.endswith("; used line windows")
+        named = re.findall(r"as (C\+\+|C): too many syntax errors \((\d+)% of the file\)", reason)
+        assert sorted(name for name, _ in named) == ["C", "C++"], reason
+        assert all(0 < int(share) <= 100 for _, share in named)
+    reason = chunk(garbage, "python").fallback_reason  # one grammar: its reason as it is
+    assert reason and reason.startswith("too many syntax errors (") and " as " not in reason
 
 
 def test_a_few_syntax_errors_still_give_definitions() -> None:
