@@ -248,7 +248,7 @@ class GraphIndex:
         if held is None:
             tags = self.stored[ref.path].tags
             with self._lock:  # the resolver's own memos are not thread-safe
-                found = resolve(ref, tags, self.table)
+                found = resolve(ref, tags, self.table, floor=MIN_CONFIDENCE)
             held = _NONE
             if found and found[0][1] >= MIN_CONFIDENCE:
                 best = found[0][1]
