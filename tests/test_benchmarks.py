@@ -109,4 +109,4 @@ def test_the_paired_share_and_its_interval() -> None:
     varied = [w * (1 + s) for w, s in zip(without, (0.02, 0.3, 0.05, 0.08, 0.12), strict=True)]
     share, low, high = paired(varied, without)
     assert round(share, 9) == 0.08 and low < share < high
-    assert 0.02 <= round(low, 9) and round(high, 9) <= 0.3  # within the shares seen
+    assert round(low, 9) >= 0.02 and round(high, 9) <= 0.3  # within the shares seen
