@@ -105,7 +105,7 @@ def references(
 
 def _ref_item(g: GraphIndex, at: RefAt, target: str, stale: bool) -> RefItem:
     r = at.ref
-    owner = g.enclosing(r.path, r.enclosing)
+    owner = g.enclosing(r.path, r.enclosing, r.line)
     return RefItem(
         path=r.path, line=r.line, column=r.column, name=r.name, kind=r.kind,
         qualifier=r.qualifier, chunk_id=at.chunk_id,
@@ -189,9 +189,9 @@ def _callers(g: GraphIndex, frontier: Sequence[Definition]) -> _Found:
         r = at.ref
         if r.kind not in _CALLS:
             continue
-        owner = g.enclosing(r.path, r.enclosing)
+        owner = g.enclosing(r.path, r.enclosing, r.line)
         if owner is not None and owner.kind == "field":
-            owner = g.enclosing(r.path, owner.parent)
+            owner = g.enclosing(r.path, owner.parent, r.line)
         if owner is not None:
             key, item = g.def_id(owner), symbol_item(g, owner)
         else:  # the file's top level: the chunk is what to read

@@ -199,11 +199,18 @@ class GraphIndex:
     def lookup(self, name: str) -> list[Definition]:
         return self.table.lookup(name)
 
-    def enclosing(self, path: str, qualified: str) -> Definition | None:
-        """The definition a reference's `enclosing` names (the first of overloads)."""
+    def enclosing(self, path: str, qualified: str, line: int = 0) -> Definition | None:
+        """The definition a reference's `enclosing` names: of several (overloads, C++
+        specializations, a getter and its setter), the innermost whose lines hold `line`,
+        else the first. (The first always, as before, gave all 31 of pybind11's
+        `process_attribute<...>` the first one's lines as the place of their uses.)"""
         if not qualified:
             return None
         found = self.table.defined_in(path, qualified)
+        if len(found) > 1 and line:
+            around = [d for d in found if d.start_line <= line <= d.end_line]
+            if around:
+                return min(around, key=lambda d: d.end_line - d.start_line)
         return found[0] if found else None
 
     def tags(self, path: str) -> FileTags | None:

@@ -98,6 +98,31 @@ def test_outline_nests_and_the_map_ranks(nav: Navigator) -> None:
         nav.outline_of("../x")
 
 
+def test_a_use_is_placed_in_the_overload_or_specialization_it_is_written_in(tmp_path: Path
+                                                                          ) -> None:  # fmt: skip
+    """Definitions that share a name (C++ specializations, Java overloads) each hold their
+    own uses: `references` names the one whose lines hold the use, and `neighbours` counts
+    each as a caller of its own, not all as the first."""
+    cpp = ("void log(int v);\n\ntemplate <typename T>\nstruct process;\n\n"
+           "template <>\nstruct process<int> {\n    static void run(int v) { log(v); }\n};\n\n"
+           "template <>\nstruct process<long> {\n    static void run(long v) {\n"
+           "        log(1);\n    }\n};\n")  # fmt: skip
+    java = ("class Sink {\n    static void log(int v) {}\n\n    void put(int a) {\n"
+            "        log(a);\n    }\n\n    void put(String a) {\n        log(a.length());\n"
+            "    }\n}\n")  # fmt: skip
+    root = write_tree(tmp_path / "repo", {"process.cpp": cpp, "Sink.java": java})
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    nav = engine.navigator()
+    _, cpp_refs, _ = nav.references_of("process.cpp:log", kinds=["call"])
+    assert [(r.line, r.enclosing and (r.enclosing.symbol, r.enclosing.start_line))
+            for r in cpp_refs] == [(8, ("process.run", 8)), (14, ("process.run", 13))]  # fmt: skip
+    _, java_refs, _ = nav.references_of("Sink.log", kinds=["call"])
+    assert [(r.line, r.enclosing and r.enclosing.start_line) for r in java_refs] == [(5, 4), (9, 8)]
+    _, found = nav.neighbours_of("Sink.log")
+    assert sorted(n.item.start_line for n in found if n.direction == "caller") == [4, 8]
+
+
 def test_an_outline_puts_each_definition_once_under_the_namesake_around_it(tmp_path: Path
                                                                          ) -> None:  # fmt: skip
     """Two namespaces of one name (declaration merging), a getter and its setter: each
