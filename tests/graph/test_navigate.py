@@ -60,16 +60,21 @@ def test_references_callers_and_neighbours(nav: Navigator) -> None:
         nav.references_of("RetryPolicy", kinds=["calls"])
 
 
+def _indexed(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Engine]:
+    """`files` written under tmp_path/repo and indexed (keywords and the graph only)."""
+    root = write_tree(tmp_path / "repo", files)
+    engine = Engine(root, None, embedder_flag="none", env={})
+    engine.index()
+    return root, engine
+
+
 def test_neighbours_cut_to_a_budget_keep_callers_and_callees(tmp_path: Path) -> None:
     """Callers alternate with callees, so the smallest answer that names two neighbours
     names one of each, whatever the order the graph lists them in."""
     callees = "".join(f"def callee_{i}():\n    return {i}\n\n\n" for i in range(6))
     callers = "".join(f"def caller_{i}():\n    return core()\n\n\n" for i in range(6))
     core = "def core():\n    return " + " + ".join(f"callee_{i}()" for i in range(6)) + "\n\n\n"
-    root = write_tree(tmp_path / "repo", {"mod.py": callees + core + callers})
-    engine = Engine(root, None, embedder_flag="none", env={})
-    engine.index()
-    nav = engine.navigator()
+    nav = _indexed(tmp_path, {"mod.py": callees + core + callers})[1].navigator()
     _, found = nav.neighbours_of("core")
     assert sorted(n.direction for n in found) == ["callee"] * 6 + ["caller"] * 6
     assert [n.direction for n in found[:4]] == ["caller", "callee", "caller", "callee"]
@@ -110,10 +115,7 @@ def test_a_use_is_placed_in_the_overload_or_specialization_it_is_written_in(tmp_
     java = ("class Sink {\n    static void log(int v) {}\n\n    void put(int a) {\n"
             "        log(a);\n    }\n\n    void put(String a) {\n        log(a.length());\n"
             "    }\n}\n")  # fmt: skip
-    root = write_tree(tmp_path / "repo", {"process.cpp": cpp, "Sink.java": java})
-    engine = Engine(root, None, embedder_flag="none", env={})
-    engine.index()
-    nav = engine.navigator()
+    nav = _indexed(tmp_path, {"process.cpp": cpp, "Sink.java": java})[1].navigator()
     _, cpp_refs, _ = nav.references_of("process.cpp:log", kinds=["call"])
     assert [(r.line, r.enclosing and (r.enclosing.symbol, r.enclosing.start_line))
             for r in cpp_refs] == [(8, ("process.run", 8)), (14, ("process.run", 13))]  # fmt: skip
@@ -134,9 +136,7 @@ def test_an_outline_puts_each_definition_once_under_the_namesake_around_it(tmp_p
     props = ("class Box:\n    @property\n    def size(self):\n        class Inner:\n"
              "            pass\n        return 1\n\n    @size.setter\n    def size(self, value):\n"
              "        class Other:\n            pass\n        self._size = value\n")  # fmt: skip
-    root = write_tree(tmp_path / "repo", {"shapes.ts": shapes, "props.py": props})
-    engine = Engine(root, None, embedder_flag="none", env={})
-    engine.index()
+    root, engine = _indexed(tmp_path, {"shapes.ts": shapes, "props.py": props})
     nav = engine.navigator()
 
     def tree(entries: tuple[OutlineEntry, ...]) -> list[object]:
