@@ -63,12 +63,13 @@ def resolve(reference: Reference, tags: FileTags, table: SymbolTable, floor: flo
             ) -> list[Candidate]:  # fmt: skip
     """Ranked candidate definitions of `reference` (found in the file `tags`), best first.
 
-    `floor`: the lowest score the caller keeps. Above `_GLOBAL_BEST` the global tiers (every
-    method of the name for a receiver of unknown type, homonyms) are not ranked, only said
-    to be there: an empty answer. Nothing else changes, as every tier below the global
-    ones takes only candidates at or above MIN_CONFIDENCE from the others. Navigation
-    keeps what reaches MIN_CONFIDENCE: `references("get")` on Django 3.2 ranked every
-    method named get for each of its 3,039 uses on receivers of unknown type, to keep none.
+    `floor`: the lowest score the caller keeps. With a floor above `_GLOBAL_BEST` the global
+    tiers (every method of the name for a receiver of unknown type, homonyms) are skipped:
+    where only they would answer, the answer is empty. Nothing else changes: where one step
+    of resolution builds on another's candidates, it takes only those at or above
+    MIN_CONFIDENCE, which the global tiers never reach. Navigation keeps what reaches
+    MIN_CONFIDENCE: `references("get")` on Django 3.2 ranked every method named get for each
+    of its 3,039 uses on receivers of unknown type, to keep none.
     """
     resolver = _RESOLVERS.get(table)
     if resolver is None:

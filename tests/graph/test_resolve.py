@@ -47,9 +47,9 @@ def test_an_ambiguous_receiver_keeps_every_candidate_ranked_below_confidence() -
 
 
 def test_every_file_gets_an_ambiguous_names_candidates_nearest_first() -> None:
-    """A global tier is ranked once per name and file and then held: each file still gets
-    its own order (its folder's definition first), however often it asks, and a caller
-    changing the list it got changes nothing for the next."""
+    """A receiver of unknown type and a homonym rank their candidates from the asking file
+    (its folder's definition first), however often it asks and whatever another file asked
+    before, and a caller changing the list it got changes nothing for the next."""
     files = {
         "a/one.py": "class One:\n    def run(self):\n        return 1\n",
         "b/two.py": "class Two:\n    def run(self):\n        return 2\n",
