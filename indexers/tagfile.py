@@ -33,7 +33,7 @@ def tag_file(path: str, text: str, language: str, max_parse_bytes: int) -> FileT
         return FileTags(path, language)
     try:
         source = text.encode("utf-8", "replace")
-        blank = blank_rows(text)
+        blank = blank_rows(text.split("\n"))
         if skip_parse_reason(blank, source, max_parse_bytes) is not None:
             return FileTags(path, language)
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from indexers.treesitter.definitions import blank_rows
 from memserver.core.protocols import TokenCounter
 from memserver.core.types import ChunkDraft, ChunkOptions
 
@@ -35,7 +36,7 @@ class Lines:
     @classmethod
     def of(cls, text: str, counter: TokenCounter) -> Lines:
         rows = tuple(text.split("\n"))
-        blank = tuple(not row.strip() for row in rows)
+        blank = blank_rows(rows)
         counts = tuple(
             0 if empty else counter.count(row) for row, empty in zip(rows, blank, strict=True)
         )

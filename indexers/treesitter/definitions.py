@@ -13,6 +13,7 @@ start on the definition's line (`export`, Go's `type`, Python's decorated_defini
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,10 +172,11 @@ def _contains(outer: Node, inner: Node) -> bool:
     return bool(outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte)
 
 
-def blank_rows(text: str) -> tuple[bool, ...]:
-    """Which of the text's rows are blank, as the chunker's `Lines.blank` has them: the
-    tagger's error shares must be the chunker's, so that both pick the same parse."""
-    return tuple(not row.strip() for row in text.split("\n"))
+def blank_rows(rows: Sequence[str]) -> tuple[bool, ...]:
+    """Which of these rows (a text split on "\\n") are blank: the one rule of the chunker's
+    `Lines.blank` and the tagger's, whose error shares must agree for both to pick the
+    same parse."""
+    return tuple(not row.strip() for row in rows)
 
 
 def error_share(root: Node, blank: tuple[bool, ...]) -> float:

@@ -88,7 +88,7 @@ def extract_tags(path: str, text: str, language: str, tree: Tree | None = None,
         if source is None:
             source = text.encode("utf-8", "replace")
         if tree is None:
-            blank = blank_rows(text)
+            blank = blank_rows(text.split("\n"))
 
             def attempt(used: str) -> tuple[Tree, float]:
                 parsed = parse(text, used, source)
