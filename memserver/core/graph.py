@@ -37,7 +37,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # closure arguments' types, Lua's and JavaScript prototypes' classes. 4: C and C++ files are
 # tagged from the parse they are chunked from, which `indexers.languages.choose_parse` picks
 # (a `.h` header whose lines show C++: C++ first), not from a C++ parse made beside a C one.
-GRAPH_VERSION = 4
+# 5: Python's bare names are references only where an expression is: a target assigned in
+# a module-level `if` or `try`, or a `*args: T` parameter, is no longer a use of itself.
+GRAPH_VERSION = 5
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
 

@@ -126,20 +126,23 @@
 (type (identifier) @reference.type)
 (type (attribute attribute: (identifier) @member.type))
 
-; any other name used as a value (a callback, a decorator, an argument, an operand); the
-; names that are not uses are @ignore'd below, parameters and locals are dropped by scope
-(identifier) @reference.other
+; any other name used as a value (a callback, a decorator, an argument, an operand): an
+; identifier where the grammar wants an expression (`primary_expression/`), not every one.
+; Half of a file's identifiers are not uses (attribute names, parameters, keyword names,
+; the names being defined, assignment targets): matched, each was a node handed to Python
+; and dropped there (click: 37,205 captured for 18,545 references; tagging click and
+; Django's db package took 6 % fewer instructions without them, and the @ignore patterns
+; these made needless). Parameters and locals used as values are dropped by
+; scope. Keyword names, imported names and aliases, global declarations and the targets of
+; loops and assignments are not expressions, so not captured; the attributes being assigned
+; are @ignore'd below.
+(primary_expression/identifier) @reference.other
+(augmented_assignment left: (identifier) @reference.other)
+(generic_type (identifier) @reference.other)
 (attribute attribute: (identifier) @member.other)
 (attribute
   object: (call function: [(identifier) (attribute)] @receiver.type) @qualifier
   attribute: (identifier) @name) @reference.other
-(keyword_argument name: (identifier) @ignore)
-(dotted_name (identifier) @ignore)
-(aliased_import alias: (identifier) @ignore)
-(global_statement (identifier) @ignore)
-(nonlocal_statement (identifier) @ignore)
-(module (for_statement left: [(identifier) @ignore (pattern_list (identifier) @ignore)]))
-(module (assignment left: (pattern_list (identifier) @ignore)))
 (assignment left: (attribute attribute: (identifier) @ignore))
 (assignment left: (pattern_list (attribute attribute: (identifier) @ignore)))
 (augmented_assignment left: (attribute attribute: (identifier) @ignore))
