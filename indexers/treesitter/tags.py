@@ -486,27 +486,27 @@ class _Extractor:
         order = _REFERENCE_ORDER
         kinds: dict[tuple[int, int], tuple[Node, str, bool]] = {}
         is_local: dict[tuple[int, str], bool] = {}  # (innermost definition, name)
+        hold = kinds.setdefault
         for kind, member, nodes in self.bare:
             rank = order[kind]
             for node in nodes:
                 key = (node.start_byte, node.end_byte)
-                held = kinds.get(key)
-                if held is None:
-                    kinds[key] = (node, kind, member)
-                elif rank < order[held[1]] or (member and not held[2]):
+                entry = (node, kind, member)
+                held = hold(key, entry)
+                if held is not entry and (rank < order[held[1]] or (member and not held[2])):
                     kinds[key] = (node, kind, member or held[2])
         for key, (node, kind, member) in kinds.items():
             if key in seen or (blocked is not None and blocked.chain(key[0])):
                 continue
             if isascii:
-                written = text[key[0] : key[1]]
+                name = text[key[0] : key[1]]
             else:
-                written = source[key[0] : key[1]].decode("utf-8", "replace")
-            if not written.isidentifier():
-                written = _clean(written)
-            prefix, _, name = written.rpartition(".")
-            if not name:
-                continue
+                name = source[key[0] : key[1]].decode("utf-8", "replace")
+            prefix = ""
+            if not name.isidentifier():  # a qualified name node: Shop.Item
+                prefix, _, name = _clean(name).rpartition(".")
+                if not name:
+                    continue
             if member:  # qualified by its parent's text before it: `self.client` . send
                 start = node.parent.start_byte
                 if isascii:
