@@ -2,7 +2,7 @@
 against without it.
 
 Usage: python benchmarks/graph_overhead.py TREE [TREE ...] [--repeat 3] [--embedder none]
-                                           [--json]
+                                           [--json] [--split] [--cli]
 
 For each tree, cold index runs into fresh temporary index folders (the tree is only read),
 in-process, in turn: with the code graph as `memserver index` builds it (by default tags
@@ -28,6 +28,18 @@ is also given paired: each repetition's run with the graph against its own run w
 median (2,000 bootstrap resamples of the repetitions, seeded): a target is met when the
 interval's upper end is under it, and cannot be told when the interval straddles it.
 
+A run with the graph starts its worker as every `Engine.index` does, before it opens the
+stores (`tagging.early_worker`, with enough code); in a fresh `memserver index` that
+opening is most of a half second (LanceDB's import), here, where imports are done, a
+few hundredths.
+
+--cli times `memserver index` itself instead, as a user runs it: each run a process of its
+own (PATH and HOME, the model cache's variables and PYTHONPATH passed on), with the graph
+or without it (the same patches, applied before the command runs), in turn; the keyword
+phase is the `seconds_to_search` of its JSON summary. Such a run is longer than one here
+(its first grammars and queries are in it), and its share of the graph smaller. Only the
+paired share is given.
+
 --split also times the two halves of the graph's cost, in turn with the rest: its write
 ("tags ready": each file's tags made before the run, no worker, the rows written as
 usual) and its making ("no write": a worker tags beside the run, the batch waits for its
@@ -43,6 +55,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,23 +72,27 @@ def _size(path: Path) -> int:
 @contextmanager
 def _without_graph() -> Iterator[None]:
     """No tags made and no graph rows written (what indexing cost before the graph)."""
+    from memserver.ingest import tagging
     from memserver.ingest.tagging import Tagger
     from memserver.store.index import IndexStore
 
     tags, prepare, open_graphs = Tagger.tags, Tagger.prepare, IndexStore._open_graphs
+    early = tagging.start_early
     Tagger.tags = lambda self, files: iter(())  # type: ignore[method-assign]
-    Tagger.prepare = lambda self: None  # type: ignore[method-assign]
+    Tagger.prepare = lambda self, languages=(): None  # type: ignore[method-assign]
     IndexStore._open_graphs = lambda self, c: []  # type: ignore[method-assign]
+    tagging.start_early = lambda loadavg=None: None
     try:
         yield
     finally:
         Tagger.tags, Tagger.prepare = tags, prepare  # type: ignore[method-assign]
         IndexStore._open_graphs = open_graphs  # type: ignore[method-assign]
+        tagging.start_early = early
 
 
 _VARIANTS = ("without", "default", "worker", "in-process")
 _SPLIT = ("tags-ready", "no-write")
-SPAWNED: list[int] = []  # workers started by "default" runs (each then tags the run)
+SPAWNED: list[int] = []  # runs whose tags a worker made (counted for "default" runs)
 
 
 @contextmanager
@@ -83,18 +100,20 @@ def _forced_worker(forced: bool) -> Iterator[None]:
     """A worker whatever the cores' load (or, unforced, as the product decides)."""
     from memserver.ingest import tagging
 
-    worth, expect = tagging.Tagger._worth_a_worker, tagging.Tagger.expect
-    spawn = tagging._Worker.spawn
+    worth, expect, tags = tagging.Tagger._worth_a_worker, tagging.Tagger.expect, (
+        tagging.Tagger.tags)  # fmt: skip
 
-    def counted() -> Any:
-        SPAWNED.append(1)
-        return spawn()
+    def counted(self: Any, files: Any) -> Any:
+        made = tags(self, files)
+        if made is not None:  # from a worker
+            SPAWNED.append(1)
+        return made
 
-    def any_size(self: Any, size: int) -> int:
+    def any_size(self: Any, size: int, languages: Any = ()) -> int:
         self.min_chars = 1  # a worker however little code the run has
-        return expect(self, size)
+        return expect(self, size, languages)
 
-    tagging._Worker.spawn = counted  # type: ignore[method-assign]
+    tagging.Tagger.tags = counted  # type: ignore[method-assign]
     if forced:
         tagging.Tagger._worth_a_worker = lambda self: self.workers > 0  # type: ignore[method-assign]
         tagging.Tagger.expect = any_size  # type: ignore[method-assign]
@@ -103,7 +122,7 @@ def _forced_worker(forced: bool) -> Iterator[None]:
     finally:
         tagging.Tagger._worth_a_worker = worth  # type: ignore[method-assign]
         tagging.Tagger.expect = expect  # type: ignore[method-assign]
-        tagging._Worker.spawn = spawn  # type: ignore[method-assign]
+        tagging.Tagger.tags = tags  # type: ignore[method-assign]
 
 
 _READY: dict[tuple[str, ...], list[object]] = {}  # a run's files -> their tags, made once
@@ -133,7 +152,7 @@ def _split(variant: str) -> Iterator[None]:
 
     if variant == "tags-ready":
         tagging.Tagger.tags = ready  # type: ignore[method-assign]
-        tagging.Tagger.prepare = lambda self: None  # type: ignore[method-assign]
+        tagging.Tagger.prepare = lambda self, languages=(): None  # type: ignore[method-assign]
     elif variant == "no-write":
         IndexStore._open_graphs = waited  # type: ignore[method-assign]
     try:
@@ -223,9 +242,58 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False) -> dict
     }
 
 
+def _cli_run(tree: Path, variant: str) -> float:
+    """One `memserver index` in a process of its own, as a user runs it ("default": the
+    graph as the command makes it; "without": no graph): its keyword phase in seconds."""
+    env = {k: v for k, v in os.environ.items()
+           if k in ("PATH", "HOME", "PYTHONPATH", "FASTEMBED_CACHE_PATH", "HF_HUB_OFFLINE")
+           }  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="graph-overhead-") as index_dir:
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", variant, str(tree.resolve()), index_dir],
+            env=env, cwd=index_dir, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds_to_search"])
+
+
+def _child(variant: str, tree: str, index_dir: str) -> None:
+    """What `_cli_run` runs: the command line's `index`, without the graph if asked."""
+    from memserver.cli import main as command
+
+    args = ["index", tree, "--index-dir", index_dir, "--embedder", "none", "--json"]
+    if variant == "without":
+        with _without_graph():
+            command.main(args=args)
+    else:
+        command.main(args=args)
+
+
+def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
+    """The share as `memserver index` gives it: a fresh process per run (its imports, its
+    grammars and queries, a tags worker started as the command starts), with the graph
+    and without it in turn, paired run by run."""
+    for variant in ("default", "without"):  # the files in the page cache
+        _cli_run(tree, variant)
+    runs: dict[str, list[float]] = {"default": [], "without": []}
+    for turn in range(repeat):
+        for variant in ("default", "without") if turn % 2 else ("without", "default"):
+            runs[variant].append(_cli_run(tree, variant))
+    share, low, high = paired(runs["default"], runs["without"])
+    return {"tree": tree.name, "keyword_phase_s": round(statistics.median(runs["without"]), 3),
+            "with_graph_s": round(statistics.median(runs["default"]), 3),
+            "paired_share": round(share, 4), "paired_interval": [round(low, 4), round(high, 4)],
+            "repeat": repeat}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        _child(*argv[1:4])
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("--cli", action="store_true",
+                        help="time `memserver index`, each run a process of its own")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--embedder", default="none",
                         help="the embedder of the index whose disk is measured")  # fmt: skip
@@ -234,6 +302,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time the graph's write and its making apart")  # fmt: skip
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.cli:
+        found = [measure_cli(t, max(1, args.repeat)) for t in args.trees]
+        if args.json:
+            print(json.dumps(found, indent=2))
+            return 0
+        for r in found:
+            low, high = r["paired_interval"]
+            print(f"{r['tree']:<12}memserver index: keyword phase {r['keyword_phase_s']:.3f} s, "
+                  f"with the graph {r['with_graph_s']:.3f} s; paired share "
+                  f"{r['paired_share']:+.1%}, 95 % interval {low:+.1%} .. {high:+.1%} "
+                  f"({r['repeat']} repetitions)")  # fmt: skip
+        return 0
     results = [measure(t, max(1, args.repeat), args.embedder, args.split) for t in args.trees]
     if args.json:
         print(json.dumps(results, indent=2))

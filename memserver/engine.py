@@ -259,13 +259,17 @@ class Engine:
             report.seconds = report.seconds_to_search = time.monotonic() - started
             return report
         statecache.forget(self.index_dir)
-        if not rebuild and (self.index_dir / "meta.json").exists():
-            from memserver.store.index import drop_reshaped_graph
+        from memserver.ingest.tagging import early_worker
 
-            drop_reshaped_graph(self.index_dir, self.lock_timeout)  # an older graph: again
-        store = self.writable_store(rebuild)
-        report.embedder = store.meta.embedder
-        self.run_index(store, walked, report, git=git, progress=progress, embed=embed)
+        # a tags worker boots while the stores open (most of a fresh process's wait)
+        with early_worker(walked.files, self.settings.index.graph_workers):
+            if not rebuild and (self.index_dir / "meta.json").exists():
+                from memserver.store.index import drop_reshaped_graph
+
+                drop_reshaped_graph(self.index_dir, self.lock_timeout)  # older: again
+            store = self.writable_store(rebuild)
+            report.embedder = store.meta.embedder
+            self.run_index(store, walked, report, git=git, progress=progress, embed=embed)
         if ci:
             store.vacuum()
         else:

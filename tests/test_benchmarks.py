@@ -93,6 +93,9 @@ def test_the_graph_benchmarks_run_on_a_small_package(
     [overhead] = json.loads(capsys.readouterr().out)
     low, high = overhead["paired_interval"]
     assert low <= overhead["paired_share"] <= high and overhead["graph_bytes"] > 0
+    assert graph_overhead.main([str(root), "--cli", "--repeat", "1", "--json"]) == 0
+    [command] = json.loads(capsys.readouterr().out)
+    assert command["keyword_phase_s"] > 0 and command["with_graph_s"] > 0
 
 
 def test_the_paired_share_and_its_interval() -> None:

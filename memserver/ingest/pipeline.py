@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -180,10 +181,13 @@ class Indexer:
         self.tagger.begin()
         # code the run will likely cut (its size, before reading it): with enough of it a
         # tags worker starts now, its start beside the reading
-        self.tagger.expect(sum(
-            f.size for f in files if f.language in CODE_LANGUAGES
-            and not (same_chunker and _same_stat(manifest.get(f.path), f))
-        ))  # fmt: skip
+        code: Counter[str] = Counter()  # characters per code language
+        for f in files:
+            if f.language in CODE_LANGUAGES and not (
+                same_chunker and _same_stat(manifest.get(f.path), f)
+            ):
+                code[f.language] += f.size
+        self.tagger.expect(code.total(), [name for name, _ in code.most_common()])
         for f in files:
             self.progress.advance()
             old = manifest.pop(f.path, None)

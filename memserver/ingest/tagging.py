@@ -22,6 +22,7 @@ this process goes, the worker reads the end of its input and leaves.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -34,10 +35,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core import cpuload
-from memserver.core.types import ChunkOptions
-from memserver.ingest.tagworker import Job, messages, rows, send, widen
+from memserver.core.types import ChunkOptions, SourceFile
+from memserver.ingest.tagworker import HINT, Job, messages, rows, send, widen
 
-__all__ = ["MIN_CHARS", "Tagger"]
+__all__ = ["MIN_CHARS", "Tagger", "early_worker", "start_early", "stop_early"]
 
 _CHUNK = 8  # files per message to and from the worker
 # Below this much code a worker costs more than it saves: its start (~0.2 s) and its tags
@@ -79,12 +80,15 @@ class Tagger:
         self._expected = 0  # characters of changed code the running run found (`expect`)
         self._asked = False  # whether this run has asked for a worker yet
 
-    def prepare(self) -> None:
-        """Start a worker now, while the run still reads its files, so that its start (an
-        interpreter, imports, the tags queries) overlaps the reading; `tags` uses it, or
+    def prepare(self, languages: Sequence[str] = ()) -> None:
+        """Start a worker now (or take the one `start_early` started), while the run still
+        reads its files, so that its start (an interpreter, imports, the tags queries of
+        `languages`, the run's code languages) overlaps the reading; `tags` uses it, or
         stops it when the run turns out too small for it."""
         if self._ready is None and self._worth_a_worker():
-            self._ready = _Worker.spawn()
+            self._ready = _take_early() or _Worker.spawn()
+            if self._ready is not None and languages:
+                self._ready.hint(languages)
 
     def begin(self) -> None:
         """A run begins: nothing of its code is expected yet (see `expect`)."""
@@ -97,15 +101,16 @@ class Tagger:
             self._samples.append(found)
         return found
 
-    def expect(self, size: int) -> int:
+    def expect(self, size: int, languages: Sequence[str] = ()) -> int:
         """The run expects `size` more characters of changed code (the files' sizes, before
-        it reads them): the worker is prepared once they reach `min_chars`, not before (for
-        fewer, its start would only be more work beside the run), and asked for once a run;
-        `tags` stops it when the files read turn out fewer. The characters expected so far."""
+        it reads them) in these languages (the most code first): the worker is prepared
+        once they reach `min_chars`, not before (for fewer, its start would only be more
+        work beside the run), and asked for once a run; `tags` stops it when the files read
+        turn out fewer. The characters expected so far."""
         self._expected += size
         if not self._asked and self._expected >= self.min_chars:
             self._asked = True
-            self.prepare()
+            self.prepare(languages)
         return self._expected
 
     def _worth_a_worker(self) -> bool:
@@ -140,11 +145,13 @@ class Tagger:
 
     def close(self) -> None:
         """Stop the workers: one prepared for a run that did not take it, one whose run
-        ended (or failed) before reading all its answers."""
+        ended (or failed) before reading all its answers, one started early that no run
+        took (`start_early`)."""
         for worker in (self._ready, self._active):
             if worker is not None:
                 worker.stop()
         self._ready = self._active = None
+        stop_early()
 
     def tags(self, files: Sequence[Job]) -> Iterator[object] | None:
         """Each file's tags in row form, in order, from a worker process (its start overlaps
@@ -153,7 +160,7 @@ class Tagger:
         code = [f for f in files if f[2] in CODE_LANGUAGES]
         small = sum(len(f[1]) for f in code) < self.min_chars
         if self._ready is None and not small and not self._asked and self._worth_a_worker():
-            self._ready = _Worker.spawn()  # not prepared (a caller without `expect`)
+            self._ready = _take_early() or _Worker.spawn()  # a caller without `expect`
         worker = self._ready
         if small or worker is None:
             self.close()
@@ -238,6 +245,13 @@ class _Worker:
         self.idle = idle
         return True
 
+    def hint(self, languages: Sequence[str]) -> None:
+        """Have the worker compile these languages' tags queries before their files come
+        (nothing answers; a worker gone is found out when it is fed)."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                send(self.proc.stdin.fileno(), (HINT, list(languages)))
+
     def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
         """Send the jobs and take the answers, each from a thread of its own."""
         threading.Thread(
@@ -289,3 +303,66 @@ class _Worker:
             if pipe is not None and not pipe.closed:
                 with contextlib.suppress(OSError, ValueError):
                     pipe.close()
+
+
+# A worker started at the start of a command that indexes (`start_early`), before the run
+# that may take it: at most one, until a run takes it or a tagger closes.
+_EARLY: list[_Worker] = []
+
+
+@contextlib.contextmanager
+def early_worker(files: Sequence[SourceFile], workers: int) -> Iterator[None]:
+    """A tags worker started now (`start_early`), before an index run opens its stores,
+    when `files` (a walk's) hold enough code for one (`MIN_CHARS`) were all of it changed
+    and `workers` allow one; stopped on the way out unless the run took it."""
+    code = sum(f.size for f in files if f.language in CODE_LANGUAGES)
+    if workers > 0 and code >= MIN_CHARS:
+        start_early()
+    try:
+        yield
+    finally:
+        stop_early()
+
+
+def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None) -> None:
+    """Start a tags worker now, before the run that may take it opens its stores: its start
+    (an interpreter and its imports, 0.03-0.05 s of a core) then overlaps that opening
+    (about 0.45 s of one core in a fresh `memserver index` on click: LanceDB's import, the
+    tables), not the run's first files. The run's tagger takes it where it would start a
+    worker (`Tagger.prepare`, `Tagger.tags`) and, with the run's code languages, has it
+    compile their tags queries while the run reads its files; a run that wants none (too
+    little changed code, busy cores) stops it when its tagger closes, and so does
+    `stop_early` (`early_worker`'s end, or the interpreter's). Only on two cores or more,
+    and a load average (the last minute's; `loadavg`, default the system's) below them: on
+    busy cores a worker would not be taken."""
+    if _EARLY or cpuload.cores() < 2:
+        return
+    loadavg = loadavg or _LOADAVG
+    try:
+        load = loadavg()[0] if loadavg is not None else 0.0
+    except OSError:
+        load = 0.0
+    if load >= cpuload.cores():
+        return
+    worker = _Worker.spawn()
+    if worker is not None:
+        _EARLY.append(worker)
+
+
+def stop_early() -> None:
+    """Stop the worker `start_early` started, if no run took it."""
+    while _EARLY:
+        _EARLY.pop().stop()
+
+
+atexit.register(stop_early)
+
+
+def _take_early() -> _Worker | None:
+    """The worker `start_early` started, if it is still there (else None)."""
+    while _EARLY:
+        worker = _EARLY.pop()
+        if worker.proc.poll() is None:
+            return worker
+        worker.stop()
+    return None

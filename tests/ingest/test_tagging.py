@@ -494,3 +494,77 @@ def test_an_index_run_starts_its_worker_before_reading_a_file(
     assert again.files_indexed == 0 and again.files_unchanged == first.files_indexed
     assert events[0] == "spawn" and len(started) == 2
     assert started[1] is not None and started[1].proc.poll() is not None  # stopped, unused
+
+
+def test_a_worker_started_early_is_the_one_the_run_takes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`memserver index` starts a worker before its imports; the run's tagger takes that
+    one (told its languages first) instead of starting another, and it is gone after."""
+    files = _files(6, LIGHT)
+    started = _watch_workers(monkeypatch)
+    tagging.start_early(loadavg=idle)
+    tagging.start_early(loadavg=idle)  # at most one
+    assert len(started) == 1 and started[0] is not None
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+    tagger.begin()
+    tagger.expect(sum(_code_size(f) for f in files), ["python", "not-a-language"])
+    assert list(tagger.tags(files) or ()) == _expected(files)
+    assert len(started) == 1  # no second worker
+    assert started[0].proc.wait(timeout=60) is not None
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_an_early_worker_no_run_takes_is_stopped(
+    monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """A run that tags in-process (`graph_workers = 0`, or too little code) stops it."""
+    files = _files(1, LIGHT)
+    started = _watch_workers(monkeypatch)
+    tagging.start_early(loadavg=idle)
+    early = started[0]
+    assert early is not None and early.proc.poll() is None
+    tagger = Tagger(ChunkOptions(), workers=workers, min_chars=10**9, loadavg=idle,
+                    sample=no_sample)  # fmt: skip
+    tagger.begin()
+    tagger.expect(sum(_code_size(f) for f in files), ["python"])
+    assert tagger.tags(files) is None  # made with the chunks
+    assert early.proc.returncode is not None and len(started) == 1
+
+
+def test_no_early_worker_on_busy_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = _watch_workers(monkeypatch)
+    tagging.start_early(loadavg=lambda: (64.0, 64.0, 64.0))
+    assert started == [] and not tagging._EARLY
+
+
+def test_an_index_run_leaves_no_early_worker_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Engine.index` starts a worker before it opens the stores once the walk finds
+    enough code; whether the run had too little changed code for it or failed, none is
+    left running."""
+    from memserver.engine import Engine
+
+    started = _watch_workers(monkeypatch)
+    monkeypatch.setattr(tagging, "_LOADAVG", idle)
+    monkeypatch.setattr(tagging, "MIN_CHARS", 1)  # the walk's code is enough to start one
+    root = tmp_path / "repo"
+    for name, _, _ in _files(2, LIGHT):
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text((POLYGLOT / name.split("/", 1)[1]).read_text(encoding="utf-8"))
+    engine = Engine(root, tmp_path / "idx", embedder_flag="none", env={})
+    assert engine.index().files_indexed > 0  # its tagger (300k characters) tagged here
+    assert len(started) == 1 and not tagging._EARLY
+    assert started[0] is not None and started[0].proc.returncode is not None
+
+    def fails(rebuild: bool) -> None:
+        raise OSError("the disk is gone")
+
+    (root / "more.py").write_text("def more():\n    return 1\n")
+    monkeypatch.setattr(engine, "writable_store", fails)
+    with pytest.raises(OSError):
+        engine.index()
+    assert len(started) == 2 and not tagging._EARLY
+    assert started[1] is not None and started[1].proc.returncode is not None
