@@ -9,7 +9,10 @@ its batch is committed. A small run (the watcher's saves, a few changed
 files, a small project: under `MIN_CHARS` of code) tags here, where a worker's start would
 cost more than it saves; so does a run on a machine whose cores have no time for it (there
 a worker's start is only more work for the same cores): what the cores did lately says so
-(`core.cpuload`), and the load average where that cannot be read.
+(`core.cpuload`), and the load average where that cannot be read. `Engine.index` starts
+the worker before it opens the stores (`early_worker`), when the walk found enough code:
+its start then overlaps that opening, and it compiles the run's tags queries (told the
+languages) while the run reads its files.
 
 The worker is a plain child process, not a multiprocessing one: those re-import the
 caller's main script (a user's script without a `__main__` guard would run again in the

@@ -1,5 +1,6 @@
-"""The tags worker process that `ingest.tagging` starts beside the chunker: jobs in on stdin,
-each file's tags in row form (`store.graphpart`) out, until the input ends.
+"""The tags worker process that `ingest.tagging` starts beside the chunker: jobs in on stdin
+(and the languages to expect, `HINT`), each file's tags in row form (`store.graphpart`)
+out, until the input ends.
 
 It imports what tagging a file takes and nothing more (`indexers.tagfile`: tree-sitter and
 the tags extractor; the row form): not the chunker, the text modules, the store nor Arrow.
