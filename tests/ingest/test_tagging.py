@@ -534,7 +534,8 @@ def test_an_early_worker_no_run_takes_is_stopped(
 
 def test_no_early_worker_on_busy_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     started = _watch_workers(monkeypatch)
-    tagging.start_early(loadavg=lambda: (64.0, 64.0, 64.0))
+    busy = float(2 * cpuload.cores())
+    tagging.start_early(loadavg=lambda: (busy, busy, busy))
     assert started == [] and not tagging._EARLY
 
 
