@@ -270,8 +270,8 @@ def _child(variant: str, tree: str, index_dir: str) -> None:
 
 def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
     """The share as `memserver index` gives it: a fresh process per run (its imports, its
-    grammars and queries, a tags worker started as the command starts), with the graph
-    and without it in turn, paired run by run."""
+    grammars and queries, a tags worker started while it opens the stores), with the
+    graph and without it in turn, paired run by run."""
     for variant in ("default", "without"):  # the files in the page cache
         _cli_run(tree, variant)
     runs: dict[str, list[float]] = {"default": [], "without": []}
