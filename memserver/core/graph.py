@@ -39,7 +39,8 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # (a `.h` header whose lines show C++: C++ first), not from a C++ parse made beside a C one.
 # 5: Python's bare names are references only where an expression is: a target assigned in
 # a module-level `if` or `try`, or a `*args: T` parameter, is no longer a use of itself.
-GRAPH_VERSION = 5
+# 6: …but the name in `*name.attr`, which tree-sitter parses without an expression, is.
+GRAPH_VERSION = 6
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
 

@@ -197,6 +197,26 @@ def test_python_references_imports_and_scopes() -> None:
     }
 
 
+def test_python_names_are_uses_where_they_are_values_not_where_they_are_bound() -> None:
+    """A bare name is a use where an expression is (and in the two places tree-sitter
+    leaves one out: a generic type's arguments, a starred attribute's object); names
+    being bound, parameters and keyword names are not."""
+    source = (
+        "registry = {}\n"
+        "if registry:\n"
+        "    fallback = None\n"
+        "\n"
+        "def keys(*names: str, **options: int) -> list[Entry]:\n"
+        "    total = 0\n"
+        "    total += len(names)\n"
+        "    return [*registry.keys()], dict(sep=options)\n"
+    )
+    refs = {(r.name, r.line) for r in extract_tags("keys.py", source, "python").references}
+    assert {("registry", 2), ("Entry", 5), ("registry", 8), ("len", 7), ("dict", 8)} <= refs
+    assert {("fallback", 3), ("names", 5), ("options", 5), ("sep", 8), ("total", 6)}.isdisjoint(
+        refs)  # fmt: skip
+
+
 def test_columns_count_characters_not_bytes() -> None:
     text = 'x = "é"; y = f(x)\n'
     (call,) = [r for r in extract_tags("a.py", text, "python").references if r.name == "f"]

@@ -139,6 +139,8 @@
 (primary_expression/identifier) @reference.other
 (augmented_assignment left: (identifier) @reference.other)
 (generic_type (identifier) @reference.other)
+; `[*dict.fromkeys(x)]` parses as (attribute object: (list_splat (identifier))): no expression
+(list_splat (identifier) @reference.other)
 (attribute attribute: (identifier) @member.other)
 (attribute
   object: (call function: [(identifier) (attribute)] @receiver.type) @qualifier
