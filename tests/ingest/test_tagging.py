@@ -499,8 +499,9 @@ def test_an_index_run_starts_its_worker_before_reading_a_file(
 def test_a_worker_started_early_is_the_one_the_run_takes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`memserver index` starts a worker before its imports; the run's tagger takes that
-    one (told its languages first) instead of starting another, and it is gone after."""
+    """A worker started early (`Engine.index` starts one before it opens the stores) is
+    the one the run's tagger takes, told its languages first, instead of starting another;
+    it is gone after the run."""
     files = _files(6, LIGHT)
     started = _watch_workers(monkeypatch)
     tagging.start_early(loadavg=idle)
