@@ -40,7 +40,8 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # 5: Python's bare names are references only where an expression is: a target assigned in
 # a module-level `if` or `try`, or a `*args: T` parameter, is no longer a use of itself.
 # 6: …but the name in `*name.attr`, which tree-sitter parses without an expression, is.
-GRAPH_VERSION = 6
+# 7: JavaScript's likewise: `const x = require(…)`'s x, a function expression's own name.
+GRAPH_VERSION = 7
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
 

@@ -217,6 +217,30 @@ def test_python_names_are_uses_where_they_are_values_not_where_they_are_bound() 
         refs)  # fmt: skip
 
 
+def test_javascript_names_are_uses_where_they_are_values_not_where_they_are_bound() -> None:
+    """As in Python: a bare name is a use where an expression is, and where a decorator or
+    a JSX tag's namespace names it; the names being declared are not (TypeScript keeps
+    every identifier: its types hold uses that are no expressions)."""
+    source = (
+        "const store = require('./store');\n"
+        "@sealed class Shop {}\n"
+        "Shop.prototype.open = function open(hours) {\n"
+        "  const { days, ...rest } = hours;\n"
+        "  return store.open(days, rest, limit);\n"
+        "};\n"
+        "const view = <Layout.Page title={banner} />;\n"
+    )
+    tags = extract_tags("shop.js", source, "javascript")
+    refs = {(r.name, r.line) for r in tags.references}
+    assert {("sealed", 2), ("Shop", 3), ("store", 5), ("limit", 5), ("Layout", 7),
+            ("banner", 7)} <= refs  # fmt: skip
+    assert {("open", 3), ("hours", 3), ("days", 4), ("rest", 4), ("view", 7)}.isdisjoint(refs)
+    assert [r.kind for r in tags.references if r.line == 1 and r.name == "store"] == ["import"]
+    typed = {(r.name, r.line) for r in extract_tags(
+        "shop.ts", "let pool: typeof store.pool;\n", "typescript").references}  # fmt: skip
+    assert ("store", 1) in typed
+
+
 def test_columns_count_characters_not_bytes() -> None:
     text = 'x = "é"; y = f(x)\n'
     (call,) = [r for r in extract_tags("a.py", text, "python").references if r.name == "f"]

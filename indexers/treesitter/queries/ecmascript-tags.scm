@@ -71,7 +71,6 @@
 (new_expression constructor: (identifier) @reference.call)
 (new_expression constructor: (member_expression property: (property_identifier) @member.call))
 
-(identifier) @reference.other
 (shorthand_property_identifier) @reference.other
 (member_expression
   property: [(property_identifier) (private_property_identifier)] @member.other)

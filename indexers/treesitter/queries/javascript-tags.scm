@@ -21,3 +21,15 @@
 (formal_parameters (rest_pattern (identifier) @local.definition))
 (formal_parameters (object_pattern (shorthand_property_identifier_pattern) @local.definition))
 (arrow_function parameter: (identifier) @local.definition)
+
+; a name used as a value: an identifier where the grammar wants an expression (as in
+; python-tags.scm), and the uses that are no expression there (a decorator, a JSX tag's
+; namespace); the names being declared (`const x = require(…)`,
+; a function expression's own name) and parameters are bindings, not uses
+(primary_expression/identifier) @reference.other
+(decorator (identifier) @reference.other)
+(decorator (member_expression object: (identifier) @reference.other))
+(decorator (call_expression function: (identifier) @reference.other))
+(decorator (call_expression function: (member_expression object: (identifier) @reference.other)))
+(jsx_opening_element name: (member_expression object: (identifier) @reference.other))
+(jsx_self_closing_element name: (member_expression object: (identifier) @reference.other))

@@ -72,3 +72,7 @@
   name: (identifier) @local.definition
   type: (type_annotation (_) @local.type))
 (arrow_function parameter: (identifier) @local.definition)
+
+; every identifier may be a use (parameters and locals are dropped by scope): TypeScript's
+; types hold uses where its grammar has no expression (`ns.Type`, `typeof x`)
+(identifier) @reference.other
