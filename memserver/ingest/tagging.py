@@ -61,6 +61,16 @@ _WINDOW_S = 10.0
 _LOADAVG = getattr(os, "getloadavg", None)  # none on Windows
 
 
+def _load_below(loadavg: Callable[[], tuple[float, float, float]] | None, cores: int) -> bool:
+    """Whether the last minute's load average is below `cores` (true where the system has
+    none, or it cannot be read: the cores are trusted)."""
+    try:
+        load = loadavg()[0] if loadavg is not None else None
+    except OSError:
+        load = None
+    return load is None or load < cores
+
+
 class Tagger:
     """Tags in row form (`store.graphpart.graph_part`) for a run's files, in their order."""
 
@@ -127,11 +137,7 @@ class Tagger:
         spare = self._spare_cores()
         if spare is not None:
             return spare >= _SPARE_CORES
-        try:
-            load = self.loadavg()[0] if self.loadavg is not None else None
-        except OSError:
-            load = None
-        return load is None or load < cores  # no load average here: trust the cores
+        return _load_below(self.loadavg, cores)
 
     def _spare_cores(self) -> float | None:
         """`cpuload.spare_cores` since the latest sample that says enough, None without one."""
@@ -338,14 +344,8 @@ def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None)
     `stop_early` (`early_worker`'s end, or the interpreter's). Only on two cores or more,
     and a load average (the last minute's; `loadavg`, default the system's) below them: on
     busy cores a worker would not be taken."""
-    if _EARLY or cpuload.cores() < 2:
-        return
-    loadavg = loadavg or _LOADAVG
-    try:
-        load = loadavg()[0] if loadavg is not None else 0.0
-    except OSError:
-        load = 0.0
-    if load >= cpuload.cores():
+    cores = cpuload.cores()
+    if _EARLY or cores < 2 or not _load_below(loadavg or _LOADAVG, cores):
         return
     worker = _Worker.spawn()
     if worker is not None:

@@ -46,6 +46,15 @@ def _files(copies: int = 3, languages: tuple[str, ...] = ()) -> list[tuple[str, 
     return out
 
 
+def _tree(root: Path, files: list[tuple[str, str, str]]) -> Path:
+    """A project folder holding these files (their texts as `_files` gives them)."""
+    for name, text, _ in files:
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return root
+
+
 LIGHT = ("python", "markdown", "yaml")  # one tags query to compile: the cheaper runs
 _TAGGED: dict[tuple[str, str, str], object] = {}  # a job -> its tags made here (once)
 
@@ -431,11 +440,7 @@ def test_an_index_run_with_little_code_starts_no_worker(
 ) -> None:
     from memserver.engine import Engine
 
-    root = tmp_path / "repo"
-    for name, _, _ in _files(1):
-        target = root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text((POLYGLOT / name.split("/", 1)[1]).read_text(encoding="utf-8"))
+    root = _tree(tmp_path / "repo", _files(1))
     started = _watch_workers(monkeypatch)
     monkeypatch.setattr(os, "getloadavg", idle)
     report = Engine(root, tmp_path / "idx", embedder_flag="none", env={}).index()
@@ -467,11 +472,7 @@ def test_an_index_run_starts_its_worker_before_reading_a_file(
     from memserver.engine import Engine
     from memserver.ingest import pipeline
 
-    root = tmp_path / "repo"
-    for name, _, _ in _files(12, LIGHT):
-        target = root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text((POLYGLOT / name.split("/", 1)[1]).read_text(encoding="utf-8"))
+    root = _tree(tmp_path / "repo", _files(12, LIGHT))
     events: list[str] = []
     started = _watch_workers(monkeypatch)
     spawn, read = tagging._Worker.spawn, pipeline.read_source
@@ -551,11 +552,7 @@ def test_an_index_run_leaves_no_early_worker_behind(
     started = _watch_workers(monkeypatch)
     monkeypatch.setattr(tagging, "_LOADAVG", idle)
     monkeypatch.setattr(tagging, "MIN_CHARS", 1)  # the walk's code is enough to start one
-    root = tmp_path / "repo"
-    for name, _, _ in _files(2, LIGHT):
-        target = root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text((POLYGLOT / name.split("/", 1)[1]).read_text(encoding="utf-8"))
+    root = _tree(tmp_path / "repo", _files(2, LIGHT))
     engine = Engine(root, tmp_path / "idx", embedder_flag="none", env={})
     assert engine.index().files_indexed > 0  # its tagger (300k characters) tagged here
     assert len(started) == 1 and not tagging._EARLY
