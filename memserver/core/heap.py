@@ -7,14 +7,18 @@ musl), so they are safe to call anywhere.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
+import gc
 import os
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["arrow_system_pool", "cap_arenas", "trim"]
+__all__ = ["arrow_system_pool", "cap_arenas", "frozen_heap", "trim"]
 
 _M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
 
@@ -55,3 +59,29 @@ def arrow_system_pool() -> None:
     pa = sys.modules.get("pyarrow")
     if pa is not None:  # imported already: its default pool is chosen; set it
         pa.set_memory_pool(pa.system_memory_pool())
+
+
+_FROZEN = [0]  # runs inside `frozen_heap` now
+_FROZEN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Python's cycle collector leaves the objects that exist now alone until the block
+    ends (`gc.freeze`): its full collections then go through what the block made, not
+    through every module, table and grammar the process holds. In `memserver index` on
+    rxjs's sources the code graph's answers and rows set one off, 26-33 ms of the main
+    process's CPU in a keyword phase of 0.6 s (three runs; none without the graph).
+    Objects are still freed by their counts as usual; a cycle among the frozen ones is
+    collected after the block. Nested and concurrent blocks unfreeze when the last one
+    ends."""
+    with _FROZEN_LOCK:
+        _FROZEN[0] += 1
+        gc.freeze()
+    try:
+        yield
+    finally:
+        with _FROZEN_LOCK:
+            _FROZEN[0] -= 1
+            if _FROZEN[0] == 0:
+                gc.unfreeze()

@@ -20,6 +20,7 @@ from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from indexers.walk import read_source
 from memserver.core.errors import ConfigError, ModelUnavailable
 from memserver.core.graph import FileTags, file_version
+from memserver.core.heap import frozen_heap
 from memserver.core.ids import chunk_id, content_hash
 from memserver.core.protocols import Chunker, Distiller, Embedder, NullProgress, Progress
 from memserver.core.types import (
@@ -514,7 +515,16 @@ class Indexer:
         `trust_marker`: repair only when a crash marker is left (a long-lived writer checked
         the stores thoroughly on its first run; every writer since leaves the marker if it
         dies midway), instead of counting every store on every run. `stop_embedding`: see
-        `embed_pending`."""
+        `embed_pending`. The cycle collector leaves what the process held before the run
+        alone until it ends (`frozen_heap`)."""
+        with frozen_heap():
+            return self._run(files, report, embed, only, optimize, trust_marker, stop_embedding)
+
+    def _run(
+        self, files: Sequence[SourceFile], report: IndexReport, embed: bool,
+        only: PathSet | None, optimize: bool, trust_marker: bool,
+        stop_embedding: Callable[[], bool] | None,
+    ) -> IndexReport:  # fmt: skip
         started = time.monotonic()
         store = self.store
         try:
