@@ -59,6 +59,8 @@ _FLAT_EXTRAS = frozenset(
 
 _LINE_AND_COLUMN = operator.attrgetter("line", "column")
 _SPACE = re.compile(r"\s")
+# what ends the text before a member's name (`->*` and `.*`: C++'s pointers to members)
+_MEMBER_END = re.compile(r"(?:->\*?|\.\*|[\s.:?\\])+\Z")
 # a string literal: its prefix (r, b, f, rb…), its quotes and what they hold
 _STRING_LITERAL = re.compile(r"[a-zA-Z]{0,2}(\"\"\"|'''|\"|')(.*)\1\Z", re.DOTALL)
 
@@ -442,8 +444,9 @@ class _Extractor:
                 qualifier = " ".join(text_of(ref.qualifier).split())[:_MAX_QUALIFIER]
             before = self.qualifier_before.get(key)
             if before is not None:
-                head = source[before.start_byte : key[0]].decode("utf-8", "replace")
-                qualifier = " ".join(head.split()).rstrip(".:->")[:_MAX_QUALIFIER]
+                qualifier = _before_member(
+                    source[before.start_byte : key[0]].decode("utf-8", "replace")
+                )
             if not qualifier and name in local_names and ref.kind != "inherit":
                 chain = spans.chain(key[0])
                 if self._is_local(name, chain, scopes) or any(
@@ -513,9 +516,7 @@ class _Extractor:
                     head = text[start : key[0]]
                 else:
                     head = source[start : key[0]].decode("utf-8", "replace")
-                if _SPACE.search(head):
-                    head = " ".join(head.split())
-                prefix = head.rstrip(".:->?")[:_MAX_QUALIFIER]
+                prefix = _before_member(head)
             head = prefix.partition(".")[0].partition("->")[0] if prefix else ""
             if not prefix and name in local_names and kind != "inherit":
                 at = spans.index(key[0])
@@ -809,6 +810,19 @@ class _Spans:
                 out.append(definition)
             index = parent
         return out
+
+
+def _before_member(head: str) -> str:
+    """A member's qualifier from the text before its name: without the separators and the
+    spaces that end it (`self.client.` → self.client, `ptr->`, `x?.`, a chain broken over
+    lines, with a `\\` or without), but a closing bracket stays (`decay<Args>::type` →
+    decay<Args>)."""
+    if _SPACE.search(head):
+        head = " ".join(head.split())
+    cut = head.rstrip(".:->? \\")
+    if ">" in head[len(cut) :] or cut.endswith(("->*", ".*")):  # `->`; a bracket is kept
+        cut = _MEMBER_END.sub("", head)
+    return cut[:_MAX_QUALIFIER]
 
 
 def _clean(text: str) -> str:

@@ -241,6 +241,27 @@ def test_javascript_names_are_uses_where_they_are_values_not_where_they_are_boun
     assert ("store", 1) in typed
 
 
+@pytest.mark.parametrize(
+    ("path", "source", "language", "expected"),
+    [
+        ("chain.js", "function f(ready) {\n  return ready\n    .then(done)\n    .catch(fail);\n}\n",
+         "javascript", {"then": "ready", "catch": "ready .then(done)"}),
+        ("meta.h", "template <class T> int f() {\n  return traits<T>::limit +\n"
+         "    holder->value + pm.*member;\n}\n",
+         "cpp", {"limit": "traits<T>", "value": "holder", "member": "pm"}),
+        ("c.py", "client = make()\nclient.session\\\n    .send()\n",
+         "python", {"send": "client.session"}),
+    ],
+)  # fmt: skip
+def test_a_members_qualifier_is_the_text_before_its_separator(
+    path: str, source: str, language: str, expected: dict[str, str]
+) -> None:
+    """Without the separator (`.`, `->`, `::`, `.*`) or the spaces of a chain broken over
+    lines; a bracket before the separator stays (a template's `traits<T>::limit`)."""
+    refs = {r.name: r.qualifier for r in extract_tags(path, source, language).references}
+    assert {name: refs.get(name) for name in expected} == expected
+
+
 def test_columns_count_characters_not_bytes() -> None:
     text = 'x = "é"; y = f(x)\n'
     (call,) = [r for r in extract_tags("a.py", text, "python").references if r.name == "f"]

@@ -38,11 +38,11 @@
 
 ; --- references -------------------------------------------------------------------------------
 
-(call_expression function: (identifier) @name) @reference.call
+(call_expression function: (identifier) @reference.call)
 (call_expression
   function: (field_expression argument: (_) @qualifier field: (field_identifier) @name))
   @reference.call
-(field_expression argument: (_) @qualifier field: (field_identifier) @name) @reference.other
+(field_expression field: (field_identifier) @member.other)
 (type_identifier) @reference.type
 (identifier) @reference.other
 (sizeof_expression type: (type_descriptor type: (type_identifier) @name)) @reference.type

@@ -49,9 +49,8 @@
 (new_expression type: [(type_identifier) @name
                        (qualified_identifier scope: (_) @qualifier name: (type_identifier) @name)])
   @reference.call
-(qualified_identifier scope: (_) @qualifier name: [(identifier) (type_identifier)] @name)
-  @reference.other
-(qualified_identifier scope: (namespace_identifier) @name) @reference.type
+(qualified_identifier name: [(identifier) (type_identifier)] @member.other)
+(qualified_identifier scope: (namespace_identifier) @reference.type)
 (field_initializer (field_identifier) @name) @reference.other
 (function_definition
   declarator: (function_declarator declarator: (qualified_identifier name: (_) @ignore)))
