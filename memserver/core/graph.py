@@ -204,6 +204,16 @@ class StoredFile:
     columns: RefColumns | None = None
 
 
+_STUB_SUFFIXES = (".pyi", ".d.ts")  # files of declarations only: type stubs
+
+
+def only_declares(definition: Definition) -> bool:
+    """Whether a definition declares what is defined elsewhere: no body (a prototype, an
+    abstract method), or in a stub file. Resolution and `symbol` rank it below what it
+    declares."""
+    return definition.declaration or definition.path.endswith(_STUB_SUFFIXES)
+
+
 def file_version(path: str, content_hash: str, chunk_ids: Sequence[str]) -> str:
     """The key of one indexed version of a file's graph: 24 hex of sha256 over the graph
     version, the path, the file's content hash and the ids of the chunks it was cut into
@@ -233,4 +243,5 @@ __all__ = [
     "file_version",
     "make_definition",
     "make_reference",
+    "only_declares",
 ]

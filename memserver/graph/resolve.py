@@ -26,7 +26,14 @@ import re
 import weakref
 from typing import cast
 
-from memserver.core.graph import CLASS_KINDS, Definition, FileTags, Import, Reference
+from memserver.core.graph import (
+    CLASS_KINDS,
+    Definition,
+    FileTags,
+    Import,
+    Reference,
+    only_declares,
+)
 from memserver.graph.languages import (
     family,
     rules,
@@ -791,9 +798,7 @@ def _top_level(definition: Definition, table: SymbolTable) -> bool:
 
 def _stub(definition: Definition) -> float:
     """Declarations (.pyi, .d.ts files, prototypes) rank just below what they declare."""
-    if definition.declaration or definition.path.endswith((".pyi", ".d.ts")):
-        return 0.0005
-    return 0.0
+    return 0.0005 if only_declares(definition) else 0.0
 
 
 def _distance(a: str, b: str) -> int:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from memserver.core.errors import BadRequest
-from memserver.core.graph import CLASS_KINDS, Definition, StoredFile
+from memserver.core.graph import CLASS_KINDS, Definition, StoredFile, only_declares
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 from memserver.navigate.view import GraphIndex, RefAt
 
@@ -40,10 +40,12 @@ def _item(s: StoredFile, place: int, stale: bool) -> SymbolItem:
     )  # fmt: skip
 
 
-def _rank(d: Definition) -> tuple[int, ...]:
-    """Definitions before declarations; source before tests; shorter paths first."""
+def _rank(d: Definition) -> tuple[int | str, ...]:
+    """Definitions before declarations (a stub file's too: `only_declares`); source before
+    tests; shorter paths first; then by path and line, so that the order never depends on
+    the order the graph was stored in (`pkg/mod.py` and `pkg/mod.pyi` came either way)."""
     test = any(p in ("tests", "test", "testing") for p in d.path.split("/")[:-1])
-    return (d.declaration, test, d.path.count("/"))
+    return (only_declares(d), test, d.path.count("/"), d.path, d.start_line)
 
 
 def symbols(g: GraphIndex, name: str) -> list[Definition]:

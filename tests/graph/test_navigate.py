@@ -68,6 +68,23 @@ def _indexed(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Engine]:
     return root, engine
 
 
+def test_symbol_names_the_module_before_its_stub_whichever_was_stored_first(tmp_path: Path
+                                                                          ) -> None:  # fmt: skip
+    """`pkg/mod.py` and its type stub `pkg/mod.pyi` define the same module: `symbol` answers
+    with the module's definition first, by name, module name or file, in either order of
+    the files in the index (their names are swapped between the two runs)."""
+    body = "def check(value):\n    return value > 0\n"
+    stub = "def check(value: int) -> bool: ...\n"
+    for first, second in (("mod", "other"), ("other", "mod")):
+        files = {f"pkg/{first}.py": body, f"pkg/{first}.pyi": stub, "pkg/__init__.py": "",
+                 f"pkg/{second}.py": "from pkg.{first} import check\n\ncheck(1)\n"}  # fmt: skip
+        nav = _indexed(tmp_path / first, files)[1].navigator()
+        for name in ("check", f"pkg.{first}.check", f"{first}.py:check"):
+            found = nav.symbols(name)
+            assert [f.path for f in found][:1] == [f"pkg/{first}.py"], (name, found)
+        assert {f.path for f in nav.symbols("check")} == {f"pkg/{first}.py", f"pkg/{first}.pyi"}
+
+
 def test_neighbours_cut_to_a_budget_keep_callers_and_callees(tmp_path: Path) -> None:
     """Callers alternate with callees, so the smallest answer that names two neighbours
     names one of each, whatever the order the graph lists them in."""

@@ -408,7 +408,7 @@ def test_public_surface() -> None:
     assert set(memserver.core.graph.__all__) == {
         "CLASS_KINDS", "DEFINITION_KINDS", "GRAPH_VERSION", "REFERENCE_KINDS", "Definition",
         "FileTags", "Import", "RefColumns", "Reference", "StoredFile", "file_version",
-        "make_definition", "make_reference",
+        "make_definition", "make_reference", "only_declares",
     }  # fmt: skip
 
 
