@@ -41,8 +41,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # a module-level `if` or `try`, or a `*args: T` parameter, is no longer a use of itself.
 # 6: …but the name in `*name.attr`, which tree-sitter parses without an expression, is.
 # 7: JavaScript's likewise: `const x = require(…)`'s x, a function expression's own name.
-# 8: a member's qualifier keeps a bracket before its separator (C++'s `decay<Args>::type`)
-# and loses the spaces of a chain broken over lines (`promise\n  .then`).
+# 8: C and C++ calls, fields and qualified names are read as members (their qualifier the
+# text before the name: a few differ where C++'s parse recovers from errors), and a
+# member's qualifier loses the spaces of a chain broken over lines (`promise\n  .then`).
 GRAPH_VERSION = 8
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
