@@ -499,6 +499,7 @@ class Indexer:
 
     # -- the whole run ------------------------------------------------------------
 
+    @frozen_heap()  # a fresh block per call (a context manager as a decorator)
     def run(
         self,
         files: Sequence[SourceFile],
@@ -517,14 +518,6 @@ class Indexer:
         dies midway), instead of counting every store on every run. `stop_embedding`: see
         `embed_pending`. The cycle collector leaves what the process held before the run
         alone until it ends (`frozen_heap`)."""
-        with frozen_heap():
-            return self._run(files, report, embed, only, optimize, trust_marker, stop_embedding)
-
-    def _run(
-        self, files: Sequence[SourceFile], report: IndexReport, embed: bool,
-        only: PathSet | None, optimize: bool, trust_marker: bool,
-        stop_embedding: Callable[[], bool] | None,
-    ) -> IndexReport:  # fmt: skip
         started = time.monotonic()
         store = self.store
         try:
