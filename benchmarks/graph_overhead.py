@@ -28,9 +28,10 @@ is also given paired: each repetition's run with the graph against its own run w
 median (2,000 bootstrap resamples of the repetitions, seeded): a target is met when the
 interval's upper end is under it, and cannot be told when the interval straddles it.
 
-A run with the graph starts its worker as every `Engine.index` does, before it opens the
-stores (`tagging.early_worker`, with enough code); in a fresh `memserver index` that
-opening is most of a half second (LanceDB's import), here, where imports are done, a
+A run with the graph takes the worker an earlier run of this process kept (as a long-lived
+process does: `tagging._KEPT`), or starts one as every `Engine.index` does, before it
+opens the stores (`tagging.early_worker`, with enough code); in a fresh `memserver index`
+that opening is most of a half second (LanceDB's import), here, where imports are done, a
 few hundredths.
 
 --cli times `memserver index` itself instead, as a user runs it: each run a process of its

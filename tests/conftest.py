@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,21 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         run = run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run  # the workers' run
         mp.setenv("MEMSERVER_MODEL_CACHE", str(run / "copies"))
         yield
+
+
+@pytest.fixture(autouse=True)
+def no_kept_tags_worker() -> Iterator[None]:
+    """A tags worker an index run keeps for the process's next run (`ingest.tagging`) is
+    not left to the next test: each test starts and ends without one."""
+    _stop_kept()
+    yield
+    _stop_kept()
+
+
+def _stop_kept() -> None:
+    tagging = sys.modules.get("memserver.ingest.tagging")  # loaded: a run may have kept one
+    if tagging is not None:
+        tagging.stop_kept()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

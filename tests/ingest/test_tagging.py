@@ -79,6 +79,11 @@ def _watch_workers(monkeypatch: pytest.MonkeyPatch) -> list[tagging._Worker | No
     return started
 
 
+def _kept() -> list[tagging._Worker]:
+    """The worker kept for this process's next run (none, or one)."""
+    return list(tagging._KEPT)
+
+
 def test_the_worker_gives_what_tagging_here_gives_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -87,12 +92,83 @@ def test_the_worker_gives_what_tagging_here_gives_in_order(
     tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
     got = list(tagger.tags(files) or ())
     assert len(started) == 1 and started[0] is not None  # the worker did the tagging
-    assert started[0].proc.wait(timeout=60) is not None  # and is gone after the run
     assert got == _expected(files)
     assert any(p.counts[1] for p in got)  # references crossed the pipe
+    tagger.close()
 
 
-def test_a_small_run_is_tagged_here_and_stops_the_prepared_worker(
+def test_a_run_keeps_its_worker_for_the_next_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that answered all its run's files is kept, alive and idle, for the next
+    run, which takes it instead of starting one (its start and tags queries not paid
+    again); after `_KEEP_S` without a run it is stopped, and so it is with the process."""
+    files = _files(3, LIGHT)
+    started = _watch_workers(monkeypatch)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+    assert list(tagger.tags(files) or ()) == _expected(files)
+    tagger.close()
+    worker = started[0]
+    assert worker is not None and _kept() == [worker] and worker.proc.poll() is None
+    if _IDLE_CLASS is not None:
+        assert os.sched_getscheduler(worker.proc.pid) == _IDLE_CLASS
+    again = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+    assert list(again.tags(files[::-1]) or ()) == _expected(files[::-1])
+    again.close()
+    assert len(started) == 1 and _kept() == [worker]  # the same process, kept again
+    monkeypatch.setattr(tagging, "_KEEP_S", 0.05)
+    third = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+    assert list(third.tags(files) or ()) == _expected(files)
+    third.close()
+    assert worker.proc.wait(timeout=60) is not None and not tagging._KEPT  # retired
+    assert len(started) == 1
+
+
+def test_a_kept_worker_that_died_or_is_not_done_is_not_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A kept worker killed while it waited, or one whose last run's end it has not
+    answered yet (its reader may still read from it), is stopped, and the run starts
+    another: its tags are the same."""
+    files = _files(3, LIGHT)
+    started = _watch_workers(monkeypatch)
+
+    def run() -> list[object]:
+        tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+        try:
+            return list(tagger.tags(files) or ())
+        finally:
+            tagger.close()
+
+    assert run() == _expected(files)
+    first = started[0]
+    assert first is not None and _kept() == [first]
+    os.kill(first.proc.pid, signal.SIGKILL)
+    first.proc.wait(timeout=60)
+    assert run() == _expected(files)
+    second = started[-1]
+    assert len(started) == 2 and second is not None and _kept() == [second]
+    second.ended.clear()  # as if its run's end were still on the way
+    assert run() == _expected(files)
+    assert len(started) == 3 and second.proc.returncode is not None  # stopped, not taken
+
+
+def test_a_run_that_leaves_answers_unread_stops_its_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker whose run ended before taking all its answers (it failed, or stopped
+    reading) may still be tagging them: it is stopped, not kept."""
+    files = _files(6, LIGHT)
+    started = _watch_workers(monkeypatch)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+    tags = tagger.tags(files)
+    assert tags is not None
+    next(tags)
+    tagger.close()
+    worker = started[0]
+    assert worker is not None and worker.proc.wait(timeout=60) is not None
+    assert not tagging._KEPT
+
+
+def test_a_small_run_is_tagged_here_and_keeps_the_prepared_worker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     files = _files(2, LIGHT)
@@ -101,10 +177,10 @@ def test_a_small_run_is_tagged_here_and_stops_the_prepared_worker(
     tagger.prepare()
     assert tagger.tags(files) is None  # made with the chunks
     assert len(started) == 1 and started[0] is not None
-    assert started[0].proc.returncode is not None  # stopped, not left behind
+    assert _kept() == [started[0]]  # unused: kept for a later run
 
 
-def test_a_prepared_run_uses_its_worker_and_a_failed_one_leaves_none(
+def test_a_prepared_run_uses_its_worker_and_a_failed_one_stops_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     files = _files(12, LIGHT)
@@ -113,12 +189,12 @@ def test_a_prepared_run_uses_its_worker_and_a_failed_one_leaves_none(
     tagger.prepare()
     assert list(tagger.tags(files)) == _expected(files)
     assert len(started) == 1  # the prepared one answered
-    tagger.prepare()
+    tagger.prepare()  # takes it again (kept)
     tags = tagger.tags(files)  # a run that fails before reading its tags
     tagger.close()
     assert tags is not None
-    assert len(started) == 2 and all(w is not None and w.proc.returncode is not None
-                                     for w in started)  # fmt: skip
+    assert len(started) == 1 and started[0] is not None
+    assert started[0].proc.returncode is not None and not tagging._KEPT  # stopped
     assert list(tags) == _expected(files)  # what is read anyway is made here
 
 
@@ -179,7 +255,7 @@ def test_the_worker_runs_idle_until_this_process_waits_for_it(
     assert moves[1] == (False, True, os.SCHED_OTHER)
     assert moves[2][:2] == (True, True)  # answered: idle again
     assert [first, *tags] == _expected(files)
-    assert worker.proc.wait(timeout=60) is not None
+    assert _kept() == [worker]
 
 
 @needs_idle_class
@@ -332,11 +408,13 @@ def test_the_cores_recent_times_decide_before_the_load_average(
 
     assert list(tagger(busy, _samples(idle=cores - 1, own=1)).tags(files) or ()) == _expected(files)
     assert len(started) == 1  # a core sat idle: a worker, whatever the load average says
+    tagging.stop_kept()  # each decision below starts its own worker, or none
     assert tagger(idle, _samples(idle=0, own=1)).tags(files) is None  # other work had it
     assert len(started) == 1
     ours = tagger(busy, _samples(idle=0, own=cores)).tags(files)  # our own work took them
     assert list(ours or ()) == _expected(files)
     assert len(started) == 2
+    tagging.stop_kept()
     short = _samples(idle=cores, own=0, step=0.01)  # too short to tell: the load average
     assert tagger(busy, short).tags(files) is None and len(started) == 2
     stale = _samples(idle=cores, own=0, step=60.0)  # too old to tell
@@ -493,8 +571,8 @@ def test_an_index_run_starts_its_worker_before_reading_a_file(
             os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
     again = engine.index()
     assert again.files_indexed == 0 and again.files_unchanged == first.files_indexed
-    assert events[0] == "spawn" and len(started) == 2
-    assert started[1] is not None and started[1].proc.poll() is not None  # stopped, unused
+    assert "spawn" not in events and len(started) == 1  # the first run's, kept, unused
+    assert started[0] is not None and _kept() == [started[0]]
 
 
 def test_a_worker_started_early_is_the_one_the_run_takes(
@@ -502,7 +580,7 @@ def test_a_worker_started_early_is_the_one_the_run_takes(
 ) -> None:
     """A worker started early (`Engine.index` starts one before it opens the stores) is
     the one the run's tagger takes, told its languages first, instead of starting another;
-    it is gone after the run."""
+    it is kept after the run, and no other starts early while it is."""
     files = _files(6, LIGHT)
     started = _watch_workers(monkeypatch)
     tagging.start_early(loadavg=idle)
@@ -513,7 +591,10 @@ def test_a_worker_started_early_is_the_one_the_run_takes(
     tagger.expect(sum(_code_size(f) for f in files), ["python", "not-a-language"])
     assert list(tagger.tags(files) or ()) == _expected(files)
     assert len(started) == 1  # no second worker
-    assert started[0].proc.wait(timeout=60) is not None
+    tagger.close()
+    assert _kept() == [started[0]]
+    tagging.start_early(loadavg=idle)
+    assert len(started) == 1 and not tagging._EARLY
 
 
 @pytest.mark.parametrize("workers", [0, 1])
