@@ -26,8 +26,9 @@ A worker that answered all its run's files is kept, idle, for this process's nex
 (`_KEPT`, for `_KEEP_S`): a long-lived process (the server re-indexing after a branch
 switch) then pays its start and its tags queries once. Tagging pybind11's headers, those
 were most of the graph's cost in a warm run: its share of the keyword phase went from
-+29.5 % to +4.0 % (`benchmarks/graph_overhead.py`, paired medians of 12 and 6 runs). Kept,
-it holds 36 MB (after pybind11) to 46 MB (after Django 3.2) and no CPU.
++29.5 % to +5.2 % (`benchmarks/graph_overhead.py`, paired medians of 12 runs). Kept, it
+holds 36 MB (after pybind11) to 46 MB (after Django 3.2) and no CPU. A forked child holds
+none: its end leaves the parent's running.
 """
 
 from __future__ import annotations
@@ -442,6 +443,16 @@ def stop_early() -> None:
 
 atexit.register(stop_early)
 atexit.register(stop_kept)
+
+
+def _forget_workers() -> None:
+    """In a forked child: the workers are the parent's (its exit must not stop them)."""
+    _EARLY.clear()
+    _KEPT.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forget_workers)
 
 
 def _take_early() -> _Worker | None:

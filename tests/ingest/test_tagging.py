@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -149,6 +150,32 @@ def test_a_kept_worker_that_died_or_is_not_done_is_not_taken(
     second.ended.clear()  # as if its run's end were still on the way
     assert run() == _expected(files)
     assert len(started) == 3 and second.proc.returncode is not None  # stopped, not taken
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_child_does_not_stop_its_parent_s_kept_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child forked after a run (a script's `multiprocessing` with fork) holds no worker:
+    its end (its `atexit`, here called outright) leaves the parent's kept one running."""
+    files = _files(3, LIGHT)
+    started = _watch_workers(monkeypatch)
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+    assert list(tagger.tags(files) or ()) == _expected(files)
+    tagger.close()
+    worker = started[0]
+    assert worker is not None and _kept() == [worker]
+    with warnings.catch_warnings():  # 3.12+: a fork beside threads warns (the child is tiny)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        code = 0 if not tagging._KEPT else 1
+        tagging.stop_kept()
+        tagging.stop_early()
+        os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert worker.proc.poll() is None and _kept() == [worker]
 
 
 def test_a_run_that_leaves_answers_unread_stops_its_worker(
