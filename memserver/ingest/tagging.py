@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterator, Sequence
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core import cpuload
 from memserver.core.types import ChunkOptions, SourceFile
-from memserver.ingest.tagworker import END, HINT, Job, messages, rows, send, widen
+from memserver.ingest.tagworker import HINT, Job, messages, rows, send, widen
 
 __all__ = ["MIN_CHARS", "Tagger", "early_worker", "start_early", "stop_early", "stop_kept"]
 
@@ -96,8 +96,8 @@ class Tagger:
             self._samples.extend(cpuload.history())
         self._note()
         self.min_chars = min_chars  # less code than this (characters): tagged here
-        self._ready: _Worker | None = None  # started by `prepare`, not yet fed
-        self._active: _Worker | None = None  # fed: answering a run's files
+        self._ready: _Lease | None = None  # a worker `prepare` started, not yet fed
+        self._active: _Lease | None = None  # fed: answering a run's files
         self._expected = 0  # characters of changed code the running run found (`expect`)
         self._asked = False  # whether this run has asked for a worker yet
 
@@ -107,9 +107,9 @@ class Tagger:
         `languages`, the run's code languages) overlaps the reading; `tags` uses it, or
         stops it when the run turns out too small for it."""
         if self._ready is None and self._worth_a_worker():
-            self._ready = _take_early() or _Worker.spawn()
+            self._ready = _Lease.of(_take_early() or _Worker.spawn())
             if self._ready is not None and languages:
-                self._ready.hint(languages)
+                self._ready.worker.hint(languages)
 
     def begin(self) -> None:
         """A run begins: nothing of its code is expected yet (see `expect`)."""
@@ -165,9 +165,9 @@ class Tagger:
         run answered all its files, are kept for a later run (`_Worker.release`); one whose
         run ended (or failed) before reading all its answers is stopped, and so is one
         started early that no run took (`start_early`)."""
-        for worker in (self._ready, self._active):
-            if worker is not None:
-                worker.release()
+        for lease in (self._ready, self._active):
+            if lease is not None:
+                lease.release()
         self._ready = self._active = None
         stop_early()
 
@@ -178,19 +178,20 @@ class Tagger:
         code = [f for f in files if f[2] in CODE_LANGUAGES]
         small = sum(len(f[1]) for f in code) < self.min_chars
         if self._ready is None and not small and not self._asked and self._worth_a_worker():
-            self._ready = _take_early() or _Worker.spawn()  # a caller without `expect`
-        worker = self._ready
-        if small or worker is None:
+            self._ready = _Lease.of(_take_early() or _Worker.spawn())  # no `expect` before
+        lease = self._ready
+        if small or lease is None:
             self.close()
             return None
-        self._ready, self._active = None, worker  # `close` stops it, whatever happens now
-        worker.feed(self.options, code)
-        return self._from_worker(files, worker)
+        self._ready, self._active = None, lease  # `close` releases it, whatever happens now
+        lease.worker.feed(self.options, code)
+        return self._from_worker(files, lease)
 
-    def _from_worker(self, files: Sequence[Job], worker: _Worker | None) -> Iterator[object]:
+    def _from_worker(self, files: Sequence[Job], lease: _Lease) -> Iterator[object]:
+        worker: _Worker | None = lease.worker
         try:
             for f in files:
-                if f[2] in CODE_LANGUAGES and worker is not None:
+                if f[2] in CODE_LANGUAGES and worker is not None and lease.held():
                     answer = worker.next()
                     if getattr(answer, "path", None) == f[0]:  # its answer for this file
                         yield answer
@@ -199,8 +200,36 @@ class Tagger:
                     worker = None  # gone: this file and the rest are tagged here
                 yield rows(f, self.options.max_parse_bytes)
         finally:
-            if worker is not None:
-                worker.release()
+            lease.release()
+
+
+class _Lease:
+    """A run's hold on a worker. Its references to the worker outlive the run's use of it
+    (the store's writer keeps the answers' iterator until the run's last batch is
+    written; the tagger closes after that); meanwhile the worker may be kept and taken by
+    another run of this process (two engines, each with its own index). Only the lease
+    the worker was last given releases it (`_Worker.release`)."""
+
+    __slots__ = ("worker",)
+
+    def __init__(self, worker: _Worker) -> None:
+        self.worker = worker
+        worker.lease = self
+
+    @classmethod
+    def of(cls, worker: _Worker | None) -> _Lease | None:
+        return None if worker is None else cls(worker)
+
+    def held(self) -> bool:
+        """Whether the worker is still this run's."""
+        return self.worker.lease is self
+
+    def release(self) -> None:
+        """The run is done with the worker: kept or stopped (`_Worker.release`); nothing
+        when it is no longer this run's."""
+        if self.held():
+            self.worker.lease = None
+            self.worker.release()
 
 
 _GONE = object()
@@ -235,8 +264,9 @@ class _Worker:
         self.idle = False  # whether it runs in the idle scheduling class
         self.owed = 0  # the answers of the run it was fed that were not taken yet
         self.reader: threading.Thread | None = None  # the run's, reading its answers
-        self.ended = threading.Event()  # it answered the run's end: all it was fed
-        self.released = False  # kept for a later run or stopped: its run is done with it
+        self.ended = threading.Event()  # its run's last answer is read: its reader ended
+        self.lease: _Lease | None = None  # the run's that holds it (none while kept)
+        self.feeder: threading.Thread | None = None  # the run's, sending its jobs
         self.retiring: threading.Timer | None = None  # while kept: stops it unless taken
 
     @classmethod
@@ -276,33 +306,41 @@ class _Worker:
                 send(self.proc.stdin.fileno(), (HINT, list(languages)))
 
     def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
-        """Send the jobs, then the run's end, and take the answers, each from a thread of
-        its own."""
+        """Send the jobs and take the answers, each from a thread of its own. The input
+        stays open: once its answers are all in, the worker waits for another run's."""
         self.held, self.answers, self.owed = [], queue.SimpleQueue(), len(jobs)
-        self.released = False
         self.ended.clear()
-        threading.Thread(
+        self.feeder = threading.Thread(
             target=self._feed, args=(options, jobs), name="memserver-tag-feeder", daemon=True
-        ).start()
-        self.reader = threading.Thread(
-            target=self._read, args=(self.answers,), name="memserver-tag-reader", daemon=True
         )
+        self.feeder.start()
+        self.reader = threading.Thread(
+            target=self._read, args=(self.answers, len(jobs)), name="memserver-tag-reader",
+            daemon=True,
+        )  # fmt: skip
         self.reader.start()
 
-    def _read(self, answers: queue.SimpleQueue[object]) -> None:
-        """Every answer message of the run into `answers` until the worker answers the
-        run's end (`END`), then _GONE (also after a death, or garbage)."""
+    def _read(self, answers: queue.SimpleQueue[object], jobs: int) -> None:
+        """The answer messages of the run's `jobs` into `answers`, then _GONE (also after a
+        death, or garbage). Its last answers ended the run's reading of the pipe: `ended`
+        is set before they are given (so it is when the run has taken them)."""
         assert self.proc.stdout is not None
+        left = jobs
         try:
-            for answer in messages(self.proc.stdout.fileno()):
-                if answer == END:
-                    self.ended.set()
-                    break
-                if not isinstance(answer, list) or not answer:
-                    break
-                answers.put(answer)
+            if left > 0:
+                for answer in messages(self.proc.stdout.fileno()):
+                    if not isinstance(answer, list) or not answer:
+                        break
+                    left -= len(answer)
+                    if left <= 0:
+                        self.ended.set()
+                        answers.put(answer)
+                        break
+                    answers.put(answer)
         except Exception:  # ended, died or garbled: the caller tags the rest
             pass
+        if left <= 0:
+            self.ended.set()
         answers.put(_GONE)
 
     def _feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
@@ -311,7 +349,6 @@ class _Worker:
         with contextlib.suppress(OSError, ValueError):  # the worker went: it is known
             for at in range(0, len(jobs), _CHUNK):
                 send(pipe.fileno(), (options.max_parse_bytes, jobs[at : at + _CHUNK]))
-            send(pipe.fileno(), END)
 
     def next(self) -> object:
         """The next file's tags, or _GONE when the worker cannot give them."""
@@ -332,12 +369,9 @@ class _Worker:
         return self.held.pop()
 
     def release(self) -> None:
-        """Its run is done with it: kept for a later run of this process (`_keep`) when it
-        is alive and owes nothing (never fed, or all its answers were taken), else stopped.
-        Once per run: a kept worker is not stopped by a second call."""
-        if self.released:
-            return
-        self.released = True
+        """Its run is done with it (`_Lease.release`): kept for a later run of this process
+        (`_keep`) when it is alive and owes nothing (never fed, or all its answers were
+        taken), else stopped."""
         if self.owed <= 0 and self.proc.poll() is None:
             self.set_idle(True)  # waited for at the end, it may not be
             _keep(self)
@@ -345,18 +379,19 @@ class _Worker:
             self.stop()
 
     def reusable(self) -> bool:
-        """Whether a run can take it: alive, and done with its last run (it answered that
-        run's end, which it does right after its last answers, so its reader reads no
-        more from it)."""
+        """Whether a run can take it: alive, and done with its last run (every answer read,
+        so its reader reads no more from it)."""
         return self.proc.poll() is None and (self.reader is None or self.ended.is_set())
 
     def stop(self) -> None:
-        self.released = True
         if self.retiring is not None:
             self.retiring.cancel()
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        for thread in (self.feeder, self.reader):  # they end at its end: before the pipes
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(_THREAD_END_S)  # close (a number reused would be another file's)
         for pipe in (self.proc.stdin, self.proc.stdout):  # a feeder still writing: it stops
             if pipe is not None and not pipe.closed:
                 with contextlib.suppress(OSError, ValueError):
@@ -377,28 +412,43 @@ _KEPT: list[_Worker] = []
 _KEEP_S = 600.0  # ten minutes: a branch switched to and back, a script's runs
 
 
+_POOL = threading.Lock()  # over _EARLY and _KEPT (a worker is stopped outside it)
+_THREAD_END_S = 1.0  # at most, for a stopped worker's feeder and reader to end
+
+
 def _keep(worker: _Worker) -> None:
     """Keep `worker` for a later run, and stop it once it has waited `_KEEP_S` for one."""
-    if _KEPT:  # one is enough
+    with _POOL:
+        extra = bool(_KEPT)  # one is enough
+        if not extra:
+            _KEPT.append(worker)
+            worker.retiring = threading.Timer(_KEEP_S, _retire, args=(worker,))
+            worker.retiring.daemon = True
+            worker.retiring.start()
+    if extra:
         worker.stop()
-        return
-    _KEPT.append(worker)
-    worker.retiring = threading.Timer(_KEEP_S, _retire, args=(worker,))
-    worker.retiring.daemon = True
-    worker.retiring.start()
 
 
 def _retire(worker: _Worker) -> None:
     """Stop `worker` if it is still kept (no run took it since)."""
-    with contextlib.suppress(ValueError):  # a run took it
+    with _POOL:
+        if worker not in _KEPT:  # a run took it
+            return
         _KEPT.remove(worker)
-        worker.stop()
+    worker.stop()
+
+
+def _drain(held: list[_Worker]) -> list[_Worker]:
+    with _POOL:
+        out = held[:]
+        held.clear()
+    return out
 
 
 def stop_kept() -> None:
     """Stop the worker kept for a later run, if any."""
-    while _KEPT:
-        _KEPT.pop().stop()
+    for worker in _drain(_KEPT):
+        worker.stop()
 
 
 @contextlib.contextmanager
@@ -428,17 +478,20 @@ def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None)
     busy cores a worker would not be taken. None while an earlier run's worker is kept:
     the run takes that one."""
     cores = cpuload.cores()
-    if _EARLY or _KEPT or cores < 2 or not _load_below(loadavg or _LOADAVG, cores):
+    with _POOL:
+        held = bool(_EARLY or _KEPT)
+    if held or cores < 2 or not _load_below(loadavg or _LOADAVG, cores):
         return
     worker = _Worker.spawn()
     if worker is not None:
-        _EARLY.append(worker)
+        with _POOL:
+            _EARLY.append(worker)
 
 
 def stop_early() -> None:
     """Stop the worker `start_early` started, if no run took it."""
-    while _EARLY:
-        _EARLY.pop().stop()
+    for worker in _drain(_EARLY):
+        worker.stop()
 
 
 atexit.register(stop_early)
@@ -446,7 +499,16 @@ atexit.register(stop_kept)
 
 
 def _forget_workers() -> None:
-    """In a forked child: the workers are the parent's (its exit must not stop them)."""
+    """In a forked child: the workers are the parent's. Its exit must not stop them, and
+    its copies of their pipes are closed (a kept worker leaves when its input ends, which
+    it would not while a child still held its write end)."""
+    global _POOL
+    _POOL = threading.Lock()  # the parent's may have been held by another thread
+    for worker in (*_EARLY, *_KEPT):
+        for pipe in (worker.proc.stdin, worker.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()
     _EARLY.clear()
     _KEPT.clear()
 
@@ -458,13 +520,14 @@ if hasattr(os, "register_at_fork"):  # not on Windows
 def _take_early() -> _Worker | None:
     """The worker kept from an earlier run, else the one `start_early` started, if it is
     still there (else None)."""
-    for held in (_KEPT, _EARLY):
-        while held:
+    while True:
+        with _POOL:
+            held = _KEPT or _EARLY
+            if not held:
+                return None
             worker = held.pop()
-            if worker.reusable():
-                if worker.retiring is not None:
-                    worker.retiring.cancel()
-                worker.released = False  # this run's now: it releases it
-                return worker
-            worker.stop()
-    return None
+            if worker.retiring is not None:
+                worker.retiring.cancel()
+        if worker.reusable():
+            return worker
+        worker.stop()

@@ -24,16 +24,13 @@ from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from indexers.treesitter.registry import tags_queries
 from memserver.store.graphpart import graph_part
 
-__all__ = ["END", "HINT", "PIPE_BYTES", "Job", "messages", "rows", "send", "serve_stdio", "widen"]
+__all__ = ["HINT", "PIPE_BYTES", "Job", "messages", "rows", "send", "serve_stdio", "widen"]
 
 Job = tuple[str, str, str]  # (path, text, language)
 # A message (HINT, [language, ...]) asks for those languages' tags queries now, before their
 # files come: compiling them is most of a worker's start (Python's 0.03 s), and a worker
 # started early waits for its first jobs while the run reads its files. Nothing answers it.
 HINT = "languages"
-# The end of a run's jobs: the worker answers it with END once it has answered them all, and
-# waits for the next run's (`ingest.tagging` keeps it for one).
-END = "end"
 
 
 def rows(job: Job, max_parse_bytes: int) -> object:
@@ -92,9 +89,6 @@ def _serve(source: int, sink: int) -> None:
     for message in messages(source):
         if isinstance(message, tuple) and message[:1] == (HINT,):
             _compile(cast(list[str], message[1]))
-            continue
-        if message == END:
-            send(sink, END)
             continue
         max_parse_bytes, jobs = cast(tuple[int, list[Job]], message)
         answers = []

@@ -4,8 +4,10 @@ imported by it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
 import time
 import warnings
@@ -126,9 +128,9 @@ def test_a_run_keeps_its_worker_for_the_next_one(monkeypatch: pytest.MonkeyPatch
 def test_a_kept_worker_that_died_or_is_not_done_is_not_taken(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A kept worker killed while it waited, or one whose last run's end it has not
-    answered yet (its reader may still read from it), is stopped, and the run starts
-    another: its tags are the same."""
+    """A kept worker killed while it waited, or one whose last run's answers were not all
+    read yet (its reader may still read from it), is stopped, and the run starts another:
+    its tags are the same."""
     files = _files(3, LIGHT)
     started = _watch_workers(monkeypatch)
 
@@ -147,7 +149,7 @@ def test_a_kept_worker_that_died_or_is_not_done_is_not_taken(
     assert run() == _expected(files)
     second = started[-1]
     assert len(started) == 2 and second is not None and _kept() == [second]
-    second.ended.clear()  # as if its run's end were still on the way
+    second.ended.clear()  # as if its reader were still reading
     assert run() == _expected(files)
     assert len(started) == 3 and second.proc.returncode is not None  # stopped, not taken
 
@@ -176,6 +178,100 @@ def test_a_forked_child_does_not_stop_its_parent_s_kept_worker(
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert worker.proc.poll() is None and _kept() == [worker]
+
+
+def test_a_run_done_with_its_worker_cannot_release_it_once_another_run_holds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two runs of one process (two engines, each with its own index): A's answers are
+    all taken, so its worker is kept, and B takes it before A's tagger closes. A's close
+    leaves B's worker alone (neither stopped nor kept for a third run), and a third run
+    starts its own: every run's tags are its files'."""
+    a, b, c = _files(2, LIGHT), _files(4, LIGHT), _files(3, LIGHT)
+    started = _watch_workers(monkeypatch)
+
+    def tagger() -> Tagger:
+        return Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+
+    first = tagger()
+    tags = first.tags(a)
+    assert tags is not None
+    code = sum(1 for f in a if f[2] in CODE_LANGUAGES)
+    got = [next(tags) for _ in range(len(a))]  # as the store reads them: the last is kept
+    assert got == _expected(a)
+    del tags  # its generator ends: all answers taken, the worker is kept
+    worker = started[0]
+    assert code and worker is not None and _kept() == [worker]
+    second = tagger()
+    second.prepare(["python"])  # B takes it
+    assert len(started) == 1 and not _kept()
+    first.close()  # A, done long ago, closes now
+    assert worker.proc.poll() is None and not _kept()
+    third = tagger()
+    third.prepare(["python"])
+    assert len(started) == 2  # its own worker, not B's
+    assert list(second.tags(b) or ()) == _expected(b)
+    assert list(third.tags(c) or ()) == _expected(c)
+    second.close()
+    third.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_kept_worker_leaves_when_its_process_is_killed_though_a_fork_lives_on(
+    tmp_path: Path,
+) -> None:
+    """A process with a kept worker forks a child (it lives on), then is killed: the
+    worker's input ends, since the child closed its copies of the worker's pipes, so it
+    leaves at once instead of waiting for the child's end."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, signal, sys, time, warnings\n"
+        "from memserver.core.types import ChunkOptions\n"
+        "from memserver.ingest import tagging\n"
+        "from tests.ingest.test_tagging import LIGHT, _files, idle, no_sample\n"
+        "t = tagging.Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, "
+        "sample=no_sample)\n"
+        "list(t.tags(_files(2, LIGHT)) or ())\n"
+        "t.close()\n"
+        "print(tagging._KEPT[0].proc.pid, flush=True)\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('ignore')\n"
+        "    child = os.fork()\n"
+        "if child == 0:  # off the test's pipes: it waits for the parent alone\n"
+        "    null = os.open(os.devnull, os.O_RDWR)\n"
+        "    os.dup2(null, 1)\n"
+        "    os.dup2(null, 2)\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "print(child, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n",
+        encoding="utf-8",
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=120)  # fmt: skip
+    worker, child = (int(line) for line in done.stdout.split())
+    try:
+        deadline = time.monotonic() + 10
+        while _running(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(worker)
+        assert _running(child)  # the fork lives on
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a process that has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def test_a_run_that_leaves_answers_unread_stops_its_worker(
@@ -509,11 +605,12 @@ def test_answers_are_read_as_they_come_not_when_asked(monkeypatch: pytest.Monkey
     )
     worker = started[0]
     assert worker is not None
+    worker.set_idle(False)  # on busy cores an idle-class worker waits: it is asked, here not
     messages = -(-sum(1 for f in files if f[2] in CODE_LANGUAGES) // tagging._CHUNK)
     deadline = time.monotonic() + 120  # a bound for a stuck worker, not a timing claim
     while worker.answers.qsize() < messages and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert worker.answers.qsize() >= messages  # all read (then the end), none asked for yet
+    assert worker.answers.qsize() >= messages  # all read, none asked for yet
     assert list(tags) == _expected(files)
 
 
