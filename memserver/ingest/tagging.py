@@ -26,9 +26,9 @@ A worker that answered all its run's files is kept, idle, for this process's nex
 (`_KEPT`, for `_KEEP_S`): a long-lived process (the server re-indexing after a branch
 switch) then pays its start and its tags queries once. Tagging pybind11's headers, those
 were most of the graph's cost in a warm run: its share of the keyword phase went from
-+29.5 % to +5.2 % (`benchmarks/graph_overhead.py`, paired medians of 12 runs). Kept, it
-holds 36 MB (after pybind11) to 46 MB (after Django 3.2) and no CPU. A forked child holds
-none: its end leaves the parent's running.
++29.5 % to +5.2 % and +6.1 % (`benchmarks/graph_overhead.py`, paired medians of 12 runs,
+two invocations). Kept, it holds 36 MB (after pybind11) to 46 MB (after Django 3.2) and no
+CPU. A forked child holds none: its end leaves the parent's running.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import queue
 import subprocess
 import sys
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
@@ -227,12 +228,15 @@ class _Lease:
     def release(self) -> None:
         """The run is done with the worker: kept or stopped (`_Worker.release`); nothing
         when it is no longer this run's."""
-        if self.held():
+        with _POOL:
+            if not self.held():
+                return
             self.worker.lease = None
-            self.worker.release()
+        self.worker.release()
 
 
 _GONE = object()
+_SPAWNED: weakref.WeakSet[_Worker] = weakref.WeakSet()  # every worker alive here (forks)
 
 
 _BOOT = (
@@ -283,6 +287,7 @@ class _Worker:
                 widen(pipe.fileno())
         worker = cls(proc)
         worker.set_idle(True)
+        _SPAWNED.add(worker)
         return worker
 
     def set_idle(self, idle: bool) -> bool:
@@ -309,38 +314,39 @@ class _Worker:
         """Send the jobs and take the answers, each from a thread of its own. The input
         stays open: once its answers are all in, the worker waits for another run's."""
         self.held, self.answers, self.owed = [], queue.SimpleQueue(), len(jobs)
-        self.ended.clear()
+        self.ended = threading.Event()  # this run's (an earlier run's reader sets its own)
+        if not jobs:
+            self.ended.set()
         self.feeder = threading.Thread(
             target=self._feed, args=(options, jobs), name="memserver-tag-feeder", daemon=True
         )
         self.feeder.start()
         self.reader = threading.Thread(
-            target=self._read, args=(self.answers, len(jobs)), name="memserver-tag-reader",
-            daemon=True,
+            target=self._read, args=(self.answers, self.ended, len(jobs)),
+            name="memserver-tag-reader", daemon=True,
         )  # fmt: skip
         self.reader.start()
 
-    def _read(self, answers: queue.SimpleQueue[object], jobs: int) -> None:
-        """The answer messages of the run's `jobs` into `answers`, then _GONE (also after a
-        death, or garbage). Its last answers ended the run's reading of the pipe: `ended`
-        is set before they are given (so it is when the run has taken them)."""
+    def _read(self, answers: queue.SimpleQueue[object], ended: threading.Event, jobs: int) -> None:
+        """The answer messages of the run's `jobs` into `answers` (one a message of
+        `_CHUNK` jobs, as fed), then _GONE (also after a death, or garbage). Its last
+        answers end the run's reading of the pipe: `ended` is set before they are given
+        (so it is when the run has taken them)."""
         assert self.proc.stdout is not None
         left = jobs
         try:
             if left > 0:
                 for answer in messages(self.proc.stdout.fileno()):
-                    if not isinstance(answer, list) or not answer:
-                        break
+                    if not isinstance(answer, list) or len(answer) != min(_CHUNK, left):
+                        break  # garbled: the caller tags the rest (the worker is not kept)
                     left -= len(answer)
-                    if left <= 0:
-                        self.ended.set()
+                    if not left:
+                        ended.set()
                         answers.put(answer)
                         break
                     answers.put(answer)
         except Exception:  # ended, died or garbled: the caller tags the rest
             pass
-        if left <= 0:
-            self.ended.set()
         answers.put(_GONE)
 
     def _feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
@@ -390,8 +396,12 @@ class _Worker:
             self.proc.kill()
         self.proc.wait()
         for thread in (self.feeder, self.reader):  # they end at its end: before the pipes
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(_THREAD_END_S)  # close (a number reused would be another file's)
+            if (
+                thread is not None
+                and thread.ident is not None
+                and (thread is not threading.current_thread())
+            ):  # close (a number reused would be another file's)
+                thread.join(_THREAD_END_S)
         for pipe in (self.proc.stdin, self.proc.stdout):  # a feeder still writing: it stops
             if pipe is not None and not pipe.closed:
                 with contextlib.suppress(OSError, ValueError):
@@ -412,19 +422,26 @@ _KEPT: list[_Worker] = []
 _KEEP_S = 600.0  # ten minutes: a branch switched to and back, a script's runs
 
 
-_POOL = threading.Lock()  # over _EARLY and _KEPT (a worker is stopped outside it)
+# over _EARLY, _KEPT and the leases (a worker is stopped outside it); reentrant: the cycle
+# collector may end an abandoned run's answers (releasing its worker) inside it
+_POOL = threading.RLock()
 _THREAD_END_S = 1.0  # at most, for a stopped worker's feeder and reader to end
 
 
 def _keep(worker: _Worker) -> None:
-    """Keep `worker` for a later run, and stop it once it has waited `_KEEP_S` for one."""
+    """Keep `worker` for a later run, and stop it once it has waited `_KEEP_S` for one
+    (not while the interpreter ends: no thread starts then, and no run comes)."""
+    if sys.is_finalizing():
+        worker.stop()
+        return
+    retiring = threading.Timer(_KEEP_S, _retire, args=(worker,))
+    retiring.daemon = True
     with _POOL:
         extra = bool(_KEPT)  # one is enough
         if not extra:
+            worker.retiring = retiring
             _KEPT.append(worker)
-            worker.retiring = threading.Timer(_KEEP_S, _retire, args=(worker,))
-            worker.retiring.daemon = True
-            worker.retiring.start()
+            retiring.start()
     if extra:
         worker.stop()
 
@@ -501,10 +518,10 @@ atexit.register(stop_kept)
 def _forget_workers() -> None:
     """In a forked child: the workers are the parent's. Its exit must not stop them, and
     its copies of their pipes are closed (a kept worker leaves when its input ends, which
-    it would not while a child still held its write end)."""
+    it would not while a child still held its write end), a run's in the parent too."""
     global _POOL
-    _POOL = threading.Lock()  # the parent's may have been held by another thread
-    for worker in (*_EARLY, *_KEPT):
+    _POOL = threading.RLock()  # the parent's may have been held by another thread
+    for worker in list(_SPAWNED):  # kept, early, or a run's in the parent
         for pipe in (worker.proc.stdin, worker.proc.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError, ValueError):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from memserver.core import cpuload
 from memserver.core.types import ChunkOptions
 from memserver.ingest import tagging
 from memserver.ingest.tagging import Tagger
+from memserver.ingest.tagworker import send
 from memserver.store.graphpart import graph_part
 from tests.indexers.test_chunking import FIXTURES, POLYGLOT
 
@@ -263,6 +266,60 @@ def test_a_kept_worker_leaves_when_its_process_is_killed_though_a_fork_lives_on(
             os.kill(child, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker, signal.SIGKILL)
+
+
+def test_a_process_ends_though_a_run_s_answers_outlive_it(tmp_path: Path) -> None:
+    """A caller that took all its answers but never closed its tagger, the answers' iterator
+    still alive when the interpreter ends: the worker is stopped then, not kept (no thread
+    starts while the interpreter ends: keeping it would hang the exit)."""
+    script = tmp_path / "unclosed.py"
+    script.write_text(
+        "from memserver.core.types import ChunkOptions\n"
+        "from memserver.ingest import tagging\n"
+        "from tests.ingest.test_tagging import LIGHT, _files, idle, no_sample\n"
+        "files = _files(2, LIGHT)\n"
+        "t = tagging.Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, "
+        "sample=no_sample)\n"
+        "tags = t.tags(files)\n"
+        "got = [next(tags) for _ in files]  # every answer, the iterator left open\n"
+        "print(tagging._SPAWNED and next(iter(tagging._SPAWNED)).proc.pid, flush=True)\n",
+        encoding="utf-8",
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    worker = int(done.stdout.split()[0])
+    assert not _running(worker)
+
+
+def test_a_short_answer_message_ends_the_reading_as_garbled() -> None:
+    """An answer message with fewer answers than its chunk's jobs (a worker gone wrong) ends
+    the reading without marking the run done: the run tags the rest itself, and the worker
+    is not kept."""
+    read_end, write_end = os.pipe()
+    stdout = os.fdopen(read_end, "rb", buffering=0)
+    try:
+
+        class Proc:  # the reader's view of a worker: its answers' pipe
+            pass
+
+        Proc.stdout = stdout  # type: ignore[attr-defined]
+
+        worker = tagging._Worker.__new__(tagging._Worker)
+        worker.proc = Proc()  # type: ignore[assignment]
+        answers: queue.SimpleQueue[object] = queue.SimpleQueue()
+        ended = threading.Event()
+        send(write_end, ["first"] * (tagging._CHUNK - 1))  # a chunk of 8 answered by 7
+        reader = threading.Thread(target=worker._read, args=(answers, ended, 20))
+        reader.start()
+        reader.join(timeout=60)
+        assert not reader.is_alive() and not ended.is_set()
+        assert answers.get_nowait() is tagging._GONE
+    finally:
+        os.close(write_end)
+        stdout.close()
 
 
 def _running(pid: int) -> bool:
