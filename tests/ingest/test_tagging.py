@@ -250,11 +250,7 @@ def test_a_kept_worker_leaves_when_its_process_is_killed_though_a_fork_lives_on(
         "os.kill(os.getpid(), signal.SIGKILL)\n",
         encoding="utf-8",
     )
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          cwd=root, env=env, timeout=120)  # fmt: skip
-    worker, child = (int(line) for line in done.stdout.split())
+    worker, child = (int(line) for line in _run_script(script).stdout.split())
     try:
         deadline = time.monotonic() + 10
         while _running(worker) and time.monotonic() < deadline:
@@ -285,10 +281,7 @@ def test_a_process_ends_though_a_run_s_answers_outlive_it(tmp_path: Path) -> Non
         "print(tagging._SPAWNED and next(iter(tagging._SPAWNED)).proc.pid, flush=True)\n",
         encoding="utf-8",
     )
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          cwd=root, env=env, timeout=120)  # fmt: skip
+    done = _run_script(script)
     assert done.returncode == 0, done.stderr
     worker = int(done.stdout.split()[0])
     assert not _running(worker)
@@ -320,6 +313,14 @@ def test_a_short_answer_message_ends_the_reading_as_garbled() -> None:
     finally:
         os.close(write_end)
         stdout.close()
+
+
+def _run_script(script: Path) -> subprocess.CompletedProcess[str]:
+    """Run a Python script from the repository's root, with it on the import path."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=120)  # fmt: skip
 
 
 def _running(pid: int) -> bool:
