@@ -103,17 +103,27 @@ def test_the_worker_gives_what_tagging_here_gives_in_order(
     tagger.close()
 
 
-def test_a_run_keeps_its_worker_for_the_next_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker that answered all its run's files is kept, alive and idle, for the next
-    run, which takes it instead of starting one (its start and tags queries not paid
-    again); after `_KEEP_S` without a run it is stopped, and so it is with the process."""
+def _a_run_that_keeps_its_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[tuple[str, str, str]], list[tagging._Worker | None], tagging._Worker]:
+    """A run whose worker is kept after it: its files, the workers started (watched from
+    now on), and that worker."""
     files = _files(3, LIGHT)
     started = _watch_workers(monkeypatch)
     tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
     assert list(tagger.tags(files) or ()) == _expected(files)
     tagger.close()
     worker = started[0]
-    assert worker is not None and _kept() == [worker] and worker.proc.poll() is None
+    assert worker is not None and _kept() == [worker]
+    return files, started, worker
+
+
+def test_a_run_keeps_its_worker_for_the_next_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that answered all its run's files is kept, alive and idle, for the next
+    run, which takes it instead of starting one (its start and tags queries not paid
+    again); after `_KEEP_S` without a run it is stopped, and so it is with the process."""
+    files, started, worker = _a_run_that_keeps_its_worker(monkeypatch)
+    assert worker.proc.poll() is None
     if _IDLE_CLASS is not None:
         assert os.sched_getscheduler(worker.proc.pid) == _IDLE_CLASS
     again = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
@@ -163,13 +173,7 @@ def test_a_forked_child_does_not_stop_its_parent_s_kept_worker(
 ) -> None:
     """A child forked after a run (a script's `multiprocessing` with fork) holds no worker:
     its end (its `atexit`, here called outright) leaves the parent's kept one running."""
-    files = _files(3, LIGHT)
-    started = _watch_workers(monkeypatch)
-    tagger = Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
-    assert list(tagger.tags(files) or ()) == _expected(files)
-    tagger.close()
-    worker = started[0]
-    assert worker is not None and _kept() == [worker]
+    _, _, worker = _a_run_that_keeps_its_worker(monkeypatch)
     with warnings.catch_warnings():  # 3.12+: a fork beside threads warns (the child is tiny)
         warnings.simplefilter("ignore", DeprecationWarning)
         child = os.fork()
