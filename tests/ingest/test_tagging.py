@@ -138,6 +138,22 @@ def test_a_run_keeps_its_worker_for_the_next_one(monkeypatch: pytest.MonkeyPatch
     assert len(started) == 1
 
 
+def test_at_most_one_worker_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs of one process, each with its own worker, end: one worker is kept for a
+    later run and the other is stopped, not left waiting."""
+    started = _watch_workers(monkeypatch)
+    taggers = [Tagger(ChunkOptions(), workers=1, min_chars=1, loadavg=idle, sample=no_sample)
+               for _ in range(2)]  # fmt: skip
+    for tagger in taggers:
+        tagger.prepare(["python"])
+    assert len(started) == 2 and all(w is not None for w in started)
+    for tagger in taggers:
+        tagger.close()
+    assert _kept() == [started[0]] and started[0] is not None
+    assert started[0].proc.poll() is None
+    assert started[1] is not None and started[1].proc.returncode is not None
+
+
 def test_a_kept_worker_that_died_or_is_not_done_is_not_taken(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
