@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
@@ -93,6 +94,26 @@ class GraphRows:
         # (symbols version, (definitions, file rows) or None when too many to hold)
         self._held: tuple[int, tuple[pa.Table, pa.Table] | None] | None = None
         self._shapes: tuple[pa.Schema, pa.Schema] | None = None
+        # While a writer's session is open (`session`) and found the table empty: every file
+        # row in it, path -> version -> row, all of them this session's; else None.
+        self._session = False
+        self._mine: dict[str, dict[str, FileRow]] | None = None
+
+    def session(self, open_: bool) -> None:
+        """A writer's session (`IndexStore.writing`, the outermost) opens or ends. Where it
+        finds the table empty, `file_rows` of given paths answers from the rows the session
+        wrote, not from a scan of every row written so far: a first index of Django 3.2
+        scanned a table growing to 56k rows once a batch (24 scans, each as long as the rows
+        before it: 0.53 s beside the chunks' writes; 0.01 s from the session's rows)."""
+        self._session, self._mine = open_, None
+
+    @contextmanager
+    def _changing(self) -> Iterator[dict[str, dict[str, FileRow]] | None]:
+        """A write to the tables: the session's rows are trusted again only once it is done
+        (a write that fails leaves `file_rows` scanning)."""
+        mine, self._mine = self._mine, None
+        yield mine
+        self._mine = mine
 
     def _schemas(self) -> tuple[pa.Schema, pa.Schema]:
         """The tables' schemas, read once: each read is a trip through LanceDB's event loop
@@ -138,7 +159,11 @@ class GraphRows:
             symbols = [_fit(files, schemas[0])]
             if defs is not None:
                 symbols.append(_fit(defs, schemas[0]))
-            self.symbols.add(pa.concat_tables(symbols))
+            with self._changing() as mine:
+                self.symbols.add(pa.concat_tables(symbols))
+        if mine is not None:
+            for g, p in zip(graphs, parts, strict=True):
+                mine.setdefault(p.path, {})[g.version] = FileRow(p.path, g.version, True, *p.counts)
 
     def set_current(self, versions: Sequence[str], current: bool) -> None:
         """Close (or reopen) every row of these versions, file rows last on closing."""
@@ -147,18 +172,29 @@ class GraphRows:
         values: dict[str, Any] = {"valid_to": None if current else ldb.now()}
         state = _CLOSED if current else _CURRENT
         tables = (self.symbols, self.refs) if current else (self.refs, self.symbols)
-        with lance_errors(f"{'reopen' if current else 'close'} {len(versions)} file graphs"):
+        doing = f"{'reopen' if current else 'close'} {len(versions)} file graphs"
+        with lance_errors(doing), self._changing() as mine:
             for table in tables:
                 for batch in ldb.batches(list(versions)):
                     ldb.update_where(table, state + " AND " + in_list("version", batch), values)
+        if mine is not None:
+            wanted = set(versions)
+            for rows in mine.values():
+                for version in wanted.intersection(rows):
+                    rows[version] = replace(rows[version], current=current)
 
     def delete_versions(self, versions: Iterable[str]) -> None:
         """Drop every row of these versions (half-written ones a crash left, and erasure)."""
         versions = sorted(set(versions))
-        with lance_errors(f"delete {len(versions)} file graphs"):
+        with lance_errors(f"delete {len(versions)} file graphs"), self._changing() as mine:
             for table in (self.refs, self.symbols):
                 for batch in ldb.batches(versions):
                     ldb.delete_where(table, in_list("version", batch))
+        if mine is not None:
+            gone = set(versions)
+            for rows in mine.values():
+                for version in gone.intersection(rows):
+                    del rows[version]
 
     def to_prune(self, keep: Collection[str]) -> list[str]:
         """Closed versions to delete, the longest closed first, once they outnumber the
@@ -197,8 +233,12 @@ class GraphRows:
         table is not scanned (its count is in the table's metadata): a first run's batches
         spare 4-14 ms each."""
         out: dict[str, FileRow] = {}
+        if paths is not None and self._mine is not None:
+            return {v: row for p in paths for v, row in self._mine.get(p, {}).items()}
         with lance_errors("read the code graph's files"):
             if ldb.count(self.symbols) == 0:
+                if self._session:  # every row from now on is this session's
+                    self._mine = {}
                 return out
         wheres: list[str] = [f"kind = {sql_quote(FILE)}"]
         if paths is not None:

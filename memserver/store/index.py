@@ -217,6 +217,7 @@ class IndexStore:
         the marker stays, so the next run reconciles whatever was half done."""
         if self._writing == 0:
             self.mark_dirty()
+            self.graph.session(True)
         self._writing += 1
         try:
             yield
@@ -224,9 +225,12 @@ class IndexStore:
             self.keyword.rollback()
             self.file_keyword.rollback()
             self._writing -= 1
+            if self._writing == 0:
+                self.graph.session(False)
             raise
         self._writing -= 1
         if self._writing == 0:
+            self.graph.session(False)
             self.mark_clean()
 
     # -- intents ---------------------------------------------------------------------

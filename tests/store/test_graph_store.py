@@ -615,3 +615,64 @@ def test_a_prune_killed_midway_is_repaired_by_the_next_run(repo: Path) -> None:
     store = engine.open_store()
     _graph_agrees(store)
     assert real is GraphRows.delete_versions
+
+
+def test_a_writing_session_on_an_empty_graph_finds_its_own_rows_without_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first index: each batch asks which versions of its files are stored. The session
+    that found the table empty answers from the rows it wrote, as a scan would (after
+    closing, reopening and deleting too), without the scan; after a write that failed,
+    and once the session ends, a scan answers."""
+    from memserver.core.writes import FileGraph
+    from memserver.store import lancedb as ldb
+    from memserver.store.graph import GraphRows
+    from memserver.store.graphpart import graph_part
+
+    store = _engine(tmp_path).writable_store()
+    scans: list[object] = []
+    real_scan = ldb.scan
+
+    def counted(table: Any, *args: Any, **kwargs: Any) -> Any:
+        scans.append(table)
+        return real_scan(table, *args, **kwargs)
+
+    monkeypatch.setattr(ldb, "scan", counted)
+
+    def made(path: str, text: str) -> FileGraph:
+        tags = extract_tags(path, text, "python")
+        return FileGraph(path, file_version(path, text, ()), (), graph_part(tags))
+
+    graphs = [made(f"m{i}.py", f"def f{i}():\n    return g({i})\n") for i in range(3)]
+    paths = [g.path for g in graphs]
+    graph = store.graph
+
+    def agrees(wanted: list[str]) -> dict[str, Any]:
+        before = len(scans)
+        found = graph.file_rows(wanted)
+        assert len(scans) == before  # from the session's rows
+        assert found == GraphRows(graph.symbols, graph.refs).file_rows(wanted)  # a scan
+        return found
+
+    with store.writing():
+        assert graph.file_rows(paths) == {} and not scans  # empty: counted, not scanned
+        graph.insert(graphs[:2])
+        assert set(agrees(paths)) == {graphs[0].version, graphs[1].version}
+        assert agrees(["elsewhere.py"]) == {}
+        graph.set_current([graphs[0].version], current=False)
+        assert agrees(paths[:1])[graphs[0].version].current is False
+        graph.set_current([graphs[0].version], current=True)
+        assert agrees(paths)[graphs[0].version].current is True
+        graph.delete_versions([graphs[1].version])
+        assert set(agrees(paths)) == {graphs[0].version}
+        with monkeypatch.context() as patch:
+            patch.setattr(graph.symbols, "add", lambda *a, **k: (_ for _ in ()).throw(OSError))
+            with pytest.raises(StoreError):
+                graph.insert(graphs[2:])
+        before = len(scans)
+        assert set(graph.file_rows(paths)) == {graphs[0].version}  # its refs rows were written
+        assert len(scans) > before
+    before = len(scans)
+    graph.insert(graphs[2:])
+    assert set(graph.file_rows(paths)) == {graphs[0].version, graphs[2].version}
+    assert len(scans) > before
