@@ -44,7 +44,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # 8: C and C++ calls, fields and qualified names are read as members (their qualifier the
 # text before the name: a few differ where C++'s parse recovers from errors), and a
 # member's qualifier loses the spaces of a chain broken over lines (`promise\n  .then`).
-GRAPH_VERSION = 8
+# 9: JavaScript's and TypeScript's destructurings bind every name they hold (renamed,
+# defaulted, rest, nested; in parameters and loops too): none is a use of itself.
+GRAPH_VERSION = 9
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 
 

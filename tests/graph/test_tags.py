@@ -241,6 +241,30 @@ def test_javascript_names_are_uses_where_they_are_values_not_where_they_are_boun
     assert ("store", 1) in typed
 
 
+@pytest.mark.parametrize(("path", "language"), [("open.js", "javascript"),
+                                                ("open.ts", "typescript")])  # fmt: skip
+def test_names_a_destructuring_binds_are_locals_not_uses(path: str, language: str) -> None:
+    """Whatever the destructuring (renamed, defaulted, rest, nested; in a parameter, a
+    declaration, a loop's variable), the names it binds are the function's own: neither
+    where they are bound nor where they are used are they references (else `references
+    rest` would list them, and each would be resolved to any definition of its name)."""
+    source = (
+        "function open(hours, {a: renamed, b = 2, c: {d}}, [x, ...tail]) {\n"
+        "  const { days, ...rest } = hours;\n"
+        "  const { k: kk, m = 3, n: nn = 4 } = hours;\n"
+        "  const [p, q = 1, ...others] = hours;\n"
+        "  for (const { s } of hours) { use(s); }\n"
+        "  for (const [i, j] of hours) { use(i, j); }\n"
+        "  return store.open(days, rest, renamed, b, d, x, tail, kk, m, nn, p, q, others, limit);\n"
+        "}\n"
+    )
+    refs = {(r.name, r.line) for r in extract_tags(path, source, language).references}
+    assert {("store", 7), ("limit", 7), ("use", 5)} <= refs
+    bound = {"renamed", "b", "d", "x", "tail", "days", "rest", "kk", "m", "nn", "p", "q",
+             "others", "s", "i", "j"}  # fmt: skip
+    assert not {name for name, _ in refs} & bound
+
+
 @pytest.mark.parametrize(
     ("path", "source", "language", "expected"),
     [

@@ -131,10 +131,17 @@
 (variable_declarator
   name: (identifier) @local.definition
   value: (call_expression function: (_) @local.type))
-(variable_declarator
-  name: (object_pattern (shorthand_property_identifier_pattern) @local.definition))
-(variable_declarator
-  name: (array_pattern (identifier) @local.definition))
+; the names a destructuring binds, wherever it is (a declaration, a parameter, a loop's
+; variable): `{ a }`, `{ a = 1 }`, `{ a: b }`, `{ a: b = 1 }`, `[x, y = 1]`, `...rest`,
+; nested ones
+(object_pattern (shorthand_property_identifier_pattern) @local.definition)
+(object_pattern
+  (object_assignment_pattern left: (shorthand_property_identifier_pattern) @local.definition))
+(pair_pattern value: (identifier) @local.definition)
+(pair_pattern value: (assignment_pattern left: (identifier) @local.definition))
+(array_pattern (identifier) @local.definition)
+(array_pattern (assignment_pattern left: (identifier) @local.definition))
+(rest_pattern (identifier) @local.definition)
 (for_in_statement left: (identifier) @local.definition)
 (for_in_statement left: (identifier) @local.definition right: (_) @local.iterable)
 (catch_clause parameter: (identifier) @local.definition)

@@ -18,8 +18,6 @@
 
 (formal_parameters (identifier) @local.definition)
 (formal_parameters (assignment_pattern left: (identifier) @local.definition))
-(formal_parameters (rest_pattern (identifier) @local.definition))
-(formal_parameters (object_pattern (shorthand_property_identifier_pattern) @local.definition))
 (arrow_function parameter: (identifier) @local.definition)
 
 ; a name used as a value: an identifier where the grammar wants an expression (as in

@@ -66,8 +66,6 @@
 (optional_parameter
   pattern: (identifier) @local.definition
   type: (type_annotation (_) @local.type))
-(required_parameter pattern: (rest_pattern (identifier) @local.definition))
-(required_parameter pattern: (object_pattern (shorthand_property_identifier_pattern) @local.definition))
 (variable_declarator
   name: (identifier) @local.definition
   type: (type_annotation (_) @local.type))
