@@ -44,8 +44,10 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # 8: C and C++ calls, fields and qualified names are read as members (their qualifier the
 # text before the name: a few differ where C++'s parse recovers from errors), and a
 # member's qualifier loses the spaces of a chain broken over lines (`promise\n  .then`).
-# 9: JavaScript's and TypeScript's destructurings bind every name they hold (renamed,
-# defaulted, rest, nested; in parameters and loops too): none is a use of itself.
+# 9: every name a pattern binds in a function is a local, not a use: destructurings
+# (renamed, defaulted, rest, nested; in parameters and loops too), a match arm's, a type
+# test's, a catch's (JavaScript, TypeScript, Python, Rust, Go, Kotlin, Swift, Java, C#,
+# Ruby, Scala, C++, Zig).
 GRAPH_VERSION = 9
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 

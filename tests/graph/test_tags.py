@@ -241,28 +241,132 @@ def test_javascript_names_are_uses_where_they_are_values_not_where_they_are_boun
     assert ("store", 1) in typed
 
 
-@pytest.mark.parametrize(("path", "language"), [("open.js", "javascript"),
-                                                ("open.ts", "typescript")])  # fmt: skip
-def test_names_a_destructuring_binds_are_locals_not_uses(path: str, language: str) -> None:
-    """Whatever the destructuring (renamed, defaulted, rest, nested; in a parameter, a
-    declaration, a loop's variable), the names it binds are the function's own: neither
-    where they are bound nor where they are used are they references (else `references
-    rest` would list them, and each would be resolved to any definition of its name)."""
-    source = (
-        "function open(hours, {a: renamed, b = 2, c: {d}}, [x, ...tail]) {\n"
-        "  const { days, ...rest } = hours;\n"
-        "  const { k: kk, m = 3, n: nn = 4 } = hours;\n"
-        "  const [p, q = 1, ...others] = hours;\n"
-        "  for (const { s } of hours) { use(s); }\n"
-        "  for (const [i, j] of hours) { use(i, j); }\n"
-        "  return store.open(days, rest, renamed, b, d, x, tail, kk, m, nn, p, q, others, limit);\n"
-        "}\n"
-    )
-    refs = {(r.name, r.line) for r in extract_tags(path, source, language).references}
-    assert {("store", 7), ("limit", 7), ("use", 5)} <= refs
-    bound = {"renamed", "b", "d", "x", "tail", "days", "rest", "kk", "m", "nn", "p", "q",
-             "others", "s", "i", "j"}  # fmt: skip
-    assert not {name for name, _ in refs} & bound
+_JS_BINDINGS = (
+    "function open(hours, {a: renamed, b = 2, c: {d}}, [x, ...tail]) {\n"
+    "  const { days, ...rest } = hours;\n"
+    "  const { k: kk, m = 3, n: nn = 4 } = hours;\n"
+    "  const [p, q = 1, ...others] = hours;\n"
+    "  for (const { s } of hours) { use(s); }\n"
+    "  for (const [i, j] of hours) { use(i, j); }\n"
+    "  return store.open(days, rest, renamed, b, d, x, tail, kk, m, nn, p, q, others, limit);\n"
+    "}\n"
+)
+# (path, source, the names its patterns bind) per language; each source also uses `limit`,
+# which nothing binds
+_BINDINGS = [
+    ("open.js", _JS_BINDINGS, "renamed b d x tail days rest kk m nn p q others s i j"),
+    ("open.ts", _JS_BINDINGS, "renamed b d x tail days rest kk m nn p q others s i j"),
+    (
+        "open.py",
+        "def run(items):\n    a, (b, c) = split(items)\n    [d, *others] = items\n"
+        "    for i, (k, v) in enumerate(items):\n        use(i, k, v)\n"
+        "    with open(a) as fh, lock() as (l1, l2):\n        use(fh, l1, l2)\n"
+        "    match items:\n        case [first, *tail]:\n            use(first, tail)\n"
+        "        case {'key': val, **more}:\n            use(val, more)\n"
+        "        case Point(x=px) | Other(px):\n            use(px)\n"
+        "        case str() as s:\n            use(s)\n"
+        "    return total(a, b, c, d, others, limit)\n",
+        "a b c d others i k v fh l1 l2 first tail val more px s",
+    ),
+    (
+        "open.rs",
+        "fn run(items: Vec<Item>, &r: &u32) -> u32 {\n"
+        "    let Point { x, y: yy, .. } = origin();\n"
+        "    if let S { a: Some(z), b } = p() { use_it(z, b); }\n"
+        "    let [m, rest @ ..] = items;\n    let ref rr = x;\n    let mut mm = 0;\n"
+        "    for (i, mut item) in enumerate(items) { use_it(i, item); }\n"
+        "    for &v in items.iter() { use_it(v); }\n"
+        "    r + x + yy + m + rest + rr + mm + limit\n}\n",
+        "r x yy z b m rest rr mm i item v",
+    ),
+    (
+        "open.go",
+        "package m\nfunc run(items []Item) int {\n"
+        "\tswitch t := pick(items).(type) { case int: use(t) }\n"
+        "\tselect { case v := <-ch: use(v) }\n\treturn limit\n}\n",
+        "t v",
+    ),
+    (
+        "Open.kt",
+        "fun run(items: List<Item>): Int {\n    val (a, b) = split(items)\n"
+        "    for ((i, item) in items.withIndex()) { use(i, item) }\n"
+        "    items.forEach { (k, v) -> use(k, v) }\n"
+        "    try { g() } catch (e: IOException) { use(e) }\n"
+        "    when (val r = h()) { is Int -> use(r) }\n    return total(a, b, limit)\n}\n",
+        "a b i item k v e r",
+    ),
+    (
+        "Open.swift",
+        "func run(items: [Item]) -> Int {\n    let (a, b) = split(items)\n"
+        "    if let v = first(a) { use(v) }\n    guard let g = first(b) else { return 0 }\n"
+        "    for (i, item) in items.enumerated() { use(i, item) }\n"
+        "    let f = { (p: Int) in p + 1 }\n    do { try h() } catch let e { use(e) }\n"
+        "    if case .some(let z) = o { use(z) }\n    return total(a, b, g, f, limit)\n}\n",
+        "a b v g i item p e z",
+    ),
+    (
+        "Open.java",
+        "class A { int run(List<Item> items) {\n"
+        "    try (var r = open(items)) { use(r); }\n"
+        "    if (items instanceof Item it) { use(it); }\n"
+        "    if (o instanceof Point(int x, var y)) { use(x, y); }\n"
+        "    var n = 1;\n    return n + limit;\n} }\n",
+        "r it x y n var",
+    ),
+    (
+        "Open.cs",
+        "class A { int Run(List<Item> items) {\n    var (a, b) = Split(items);\n"
+        "    if (a is Item it) { Use(it); }\n    foreach (var (k, v) in dict) { Use(k, v); }\n"
+        "    Func<int, int, int> g = (u, w) => u + w;\n    return Total(a, b, limit);\n} }\n",
+        "a b it k v u w",
+    ),
+    (
+        "open.rb",
+        "def run(items, **opts)\n  a, (b, c) = split(items)\n  x, *ys = items\n"
+        "  items.each { |(k, v), i| use(k, v, i) }\n  items.map { |m, *ms| m + ms }\n"
+        "  total(a, b, c, x, ys, opts, limit)\nrescue => e\n  use(e)\nend\n",
+        "a b c x ys k v i m ms opts e",
+    ),
+    (
+        "Open.scala",
+        "object A { def run(items: List[Item]): Int = {\n"
+        "  val (a, b) = split(items)\n  for ((i, item) <- items.zipWithIndex) use(i, item)\n"
+        "  for (x <- xs; y = x + 1) use(y)\n  items.foreach { z => use(z) }\n"
+        "  items match { case head :: tl => use(head, tl); case Some(v) => v; case n: Int => n;"
+        " case all @ Seq(_*) => all }\n  total(a, b, limit)\n} }\n",
+        "a b i item x y z head tl v n all",
+    ),
+    (
+        "open.cpp",
+        "int run(std::vector<Item> items) {\n    auto [a, b] = split(items);\n"
+        "    for (auto& [k, v] : dict) { use(k, v); }\n"
+        "    for (const auto& item : items) { use(item); }\n    return total(a, b, limit);\n}\n",
+        "a b k v item",
+    ),
+    (
+        "open.zig",
+        "fn run(items: []Item) u32 {\n"
+        "    for (items, 0..) |item, i| { use(item, i); }\n"
+        "    if (first(items)) |v| { use(v); } else |err| { fail(err); }\n"
+        "    return limit;\n}\n",
+        "item i v err",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "source", "bound"), _BINDINGS, ids=[b[0] for b in _BINDINGS])
+def test_the_names_a_pattern_binds_are_locals_not_uses(path: str, source: str, bound: str
+                                                       ) -> None:  # fmt: skip
+    """Whatever binds a name in a function (a destructuring renamed, defaulted, nested or
+    with a rest; a loop's variables; a match arm, a type test or a catch's pattern), it is
+    the function's own: neither where it is bound nor where it is used is it a reference
+    (else `references rest` would list it, resolved to any definition of its name)."""
+    from indexers.languages import detect_language
+
+    tags = extract_tags(path, source, detect_language(path))
+    names = {r.name for r in tags.references}
+    assert "limit" in names
+    assert not names & set(bound.split())
 
 
 @pytest.mark.parametrize(

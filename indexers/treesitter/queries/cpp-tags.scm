@@ -70,4 +70,7 @@
     value: [(call_expression function: (_) @local.type)
             (new_expression type: (_) @local.type)]))
 (for_range_loop declarator: (identifier) @local.definition right: (_) @local.iterable)
+(for_range_loop
+  declarator: (reference_declarator (identifier) @local.definition) right: (_) @local.iterable)
+(structured_binding_declarator (identifier) @local.definition)  ; auto [a, b] = …
 (lambda_expression) @local.scope

@@ -77,3 +77,11 @@
 (catch_declaration type: (_) @local.type name: (identifier) @local.definition)
 (lambda_expression) @local.scope
 (lambda_expression parameters: (implicit_parameter) @local.definition)
+(parameter name: (identifier) @local.definition)  ; a lambda's, untyped
+; the names a deconstruction or a pattern binds: `var (a, b) = …`, `(int c, var d) = …`,
+; `out var q`, `foreach (var (k, v) in …)`, `x is Item it`, `{ X: var px }`
+(tuple_pattern name: (identifier) @local.definition)
+(declaration_expression name: (identifier) @local.definition)
+(declaration_pattern name: (identifier) @local.definition)
+(declaration_pattern
+  type: (_) @local.type name: (identifier) @local.definition (#not-eq? @local.type "var"))

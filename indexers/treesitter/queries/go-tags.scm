@@ -78,6 +78,8 @@
      (composite_literal type: (_) @local.type)
      (call_expression function: (_) @local.type)]))
 (var_spec name: (identifier) @local.definition type: (_)? @local.type)
+(type_switch_statement alias: (expression_list (identifier) @local.definition))
+(receive_statement left: (expression_list (identifier) @local.definition) ":=")
 (range_clause left: (expression_list (identifier) @local.definition))
 (range_clause
   left: (expression_list (identifier) (identifier) @local.definition)

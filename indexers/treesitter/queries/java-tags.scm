@@ -48,6 +48,7 @@
 (import_declaration) @ignore.inside
 (package_declaration) @ignore.inside
 (type_parameter (type_identifier) @ignore)
+((type_identifier) @ignore (#eq? @ignore "var"))  ; a local's inferred type, no class
 (assignment_expression
   left: (field_access object: (this) field: (identifier) @ignore))
 
@@ -74,6 +75,13 @@
   (#eq? @_var "var"))
 (enhanced_for_statement type: (_) @local.type name: (identifier) @local.definition)
 (catch_formal_parameter (catch_type) @local.type name: (identifier) @local.definition)
+; a `var` local whatever its value, a resource (`try (var r = …)`), a pattern's names
+; (`x instanceof Item it`, `o instanceof Point(int x, var y)`)
+(local_variable_declaration declarator: (variable_declarator name: (identifier) @local.definition))
+(resource name: (identifier) @local.definition)
+(resource type: (_) @local.type name: (identifier) @local.definition (#not-eq? @local.type "var"))
+(instanceof_expression right: (_) @local.type name: (identifier) @local.definition)
+(record_pattern_component (identifier) @local.definition)
 (lambda_expression parameters: (identifier) @local.definition)
 (lambda_expression parameters: (inferred_parameters (identifier) @local.definition))
 (lambda_expression) @local.scope

@@ -88,6 +88,10 @@
    (call_expression (navigation_expression) @local.type)])
 (for_statement (variable_declaration (simple_identifier) @local.definition) . (_) @local.iterable)
 (lambda_parameters (variable_declaration (simple_identifier) @local.definition))
+; a destructuring's names (`val (a, b) = …`, `for ((i, x) in …)`, `{ (k, v) -> … }`)
+(multi_variable_declaration (variable_declaration (simple_identifier) @local.definition))
+(catch_block . (simple_identifier) @local.definition)
+(when_subject (variable_declaration (simple_identifier) @local.definition))
 (lambda_literal) @local.scope
 ; a lambda given to a collection's method: `it`, or its one parameter, is an element; the
 ; second parameter of `fold` and `reduce` is one (`#set!` before the predicates: see

@@ -60,4 +60,16 @@
   left: (identifier) @local.definition
   right: (call receiver: (constant) @local.type method: (identifier) @_new (#eq? @_new "new")))
 (block_parameters (identifier) @local.definition)
+; `**opts`, a block's `*rest`, `key:` and `(k, v)`, a multiple assignment's names however
+; nested (`a, (b, c) = …`, `x, *ys = …`), `rescue => e`
+(hash_splat_parameter name: (identifier) @local.definition)
+(block_parameters [(splat_parameter name: (identifier) @local.definition)
+                   (optional_parameter name: (identifier) @local.definition)
+                   (keyword_parameter name: (identifier) @local.definition)
+                   (block_parameter name: (identifier) @local.definition)])
+(destructured_parameter (identifier) @local.definition)
+(left_assignment_list (identifier) @local.definition)
+(destructured_left_assignment (identifier) @local.definition)
+(rest_assignment (identifier) @local.definition)
+(exception_variable (identifier) @local.definition)
 [(block) (do_block) (lambda)] @local.scope

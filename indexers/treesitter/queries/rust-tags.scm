@@ -91,8 +91,17 @@
   pattern: (identifier) @local.definition
   value: [(call_expression function: (_) @local.type)
           (struct_expression name: (_) @local.type)])
+; the names a pattern binds, however nested: `(a, b)`, `Some(z)` (not `Some`),
+; `Point { x, y: yy }`, `[first, rest @ ..]`, `&v`, `ref r`, `mut m`
 (tuple_pattern (identifier) @local.definition)
-(tuple_struct_pattern (identifier) @local.definition)
+(tuple_struct_pattern "(" (identifier) @local.definition)
+(field_pattern name: (shorthand_field_identifier) @local.definition)
+(field_pattern pattern: (identifier) @local.definition)
+(slice_pattern (identifier) @local.definition)
+(captured_pattern . (identifier) @local.definition)
+(reference_pattern (identifier) @local.definition)
+(ref_pattern (identifier) @local.definition)
+(mut_pattern (identifier) @local.definition)
 (for_expression pattern: (identifier) @local.definition value: (_) @local.iterable)
 (closure_parameters (identifier) @local.definition)
 (closure_expression) @local.scope

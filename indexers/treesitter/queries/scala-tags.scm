@@ -72,4 +72,16 @@
           (call_expression function: (_) @local.type)])
 (lambda_expression) @local.scope
 (bindings (binding name: (identifier) @local.definition))
+(lambda_expression parameters: (identifier) @local.definition)
+; the names a pattern binds: a lowercase name is a variable, an uppercase one a value to
+; compare with (`case Nil`); in `val (a, b)`, `for ((i, x) <- …; y = …)`, `head :: tail`,
+; `Some(v)`, `n: Int`, `all @ …`
+((tuple_pattern (identifier) @local.definition) (#match? @local.definition "^[a-z_]"))
+((enumerator . (identifier) @local.definition) (#match? @local.definition "^[a-z_]"))
+((infix_pattern left: (identifier) @local.definition) (#match? @local.definition "^[a-z_]"))
+((infix_pattern right: (identifier) @local.definition) (#match? @local.definition "^[a-z_]"))
+((case_class_pattern pattern: (identifier) @local.definition)
+ (#match? @local.definition "^[a-z_]"))
+(typed_pattern pattern: (identifier) @local.definition type: (_) @local.type)
+(capture_pattern name: (identifier) @local.definition)
 (class_parameter . (identifier) @local.constructor)

@@ -90,6 +90,12 @@
   value: (call_expression [(simple_identifier) (navigation_expression)] @local.type))
 (for_statement item: (pattern (simple_identifier) @local.definition) collection: (_) @local.iterable)
 (lambda_literal) @local.scope
+; every name a pattern binds (`if let v`, `guard let w`, `catch let e`, `case .some(let z)`),
+; a tuple's (`let (a, b) = …`, `for (i, x) in …`) and a closure's parameters
+(_ bound_identifier: (simple_identifier) @local.definition)
+(property_declaration name: (pattern (pattern (simple_identifier) @local.definition)))
+(for_statement item: (pattern (pattern (simple_identifier) @local.definition)))
+(lambda_parameter name: (simple_identifier) @local.definition)
 ; a closure given to a collection's method: `$0` is an element, and `$1` too where there is
 ; one (`sorted(by:)`, `min(by:)`); for reduce, `$1` only (`#set!` before the predicates: after
 ; one, tree-sitter's Python binding corrupts memory compiling the query)

@@ -52,3 +52,5 @@
       (ErrorUnionExpr (SuffixExpr) @local.type))))
 (PtrIndexPayload (IDENTIFIER) @local.definition)
 (PtrPayload (IDENTIFIER) @local.definition)
+(PtrListPayload (IDENTIFIER) @local.definition)  ; for (a, b) |x, y|
+(Payload (IDENTIFIER) @local.definition)  ; else |err|, catch |err|, a switch prong's |x|
