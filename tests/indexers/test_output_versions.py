@@ -4,10 +4,11 @@ chunker id, so indexes are cut again and nothing made the old way stays beside t
 Forgetting a bump leaves old chunks or graph rows for every unchanged file, silently (it
 happened once: a release changed the tags of Lua, Swift, Kotlin and JavaScript without one).
 
-The chunks and tags of every fixture file are digested and compared with the digests
+The chunks and tags of each fixture file are digested and compared with the digests
 recorded for the current versions in `tests/fixtures/output_digests.json`, which also
 names the grammars' release they were made with (another release may parse otherwise:
-indexes record it too, see `Engine.chunker_id`)."""
+indexes record it too, see `Engine.chunker_id`). A file's own digest: a fixture file
+added, removed or edited is recorded again, with no new version (its text is new)."""
 
 from __future__ import annotations
 
@@ -45,12 +46,18 @@ def _files() -> list[tuple[str, str, str]]:
     return out
 
 
-def _digest(files: list[tuple[str, str, str]], made: Callable[[str, str, str], Any]) -> str:
-    h = hashlib.sha256()
+# fixture file -> "<its text's digest>-<the digest of what was made of it>" (8 and 16 hex)
+Digests = dict[str, str]
+
+
+def _digest(files: list[tuple[str, str, str]], made: Callable[[str, str, str], Any]
+            ) -> Digests:  # fmt: skip
+    out: Digests = {}
     for name, text, language in files:
-        value = made(name, text, language)
-        h.update(json.dumps(dataclasses.asdict(value), sort_keys=True).encode())
-    return h.hexdigest()
+        value = json.dumps(dataclasses.asdict(made(name, text, language)), sort_keys=True)
+        text_digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+        out[name] = f"{text_digest}-{hashlib.sha256(value.encode()).hexdigest()[:16]}"
+    return out
 
 
 def _chunks(name: str, text: str, language: str) -> Any:
@@ -61,20 +68,33 @@ def _tags(name: str, text: str, language: str) -> Any:
     return tag_file(name, text, language, ChunkOptions().max_parse_bytes)
 
 
-def _check(kind: str, version: int, digest: str, constant: str, module: str) -> None:
+def _check(kind: str, version: int, digests: Digests, constant: str, module: str) -> None:
+    """What was made of each fixture file is what was recorded for this version; a file
+    whose text changed (or that is new, or gone) is recorded again, with no new version."""
     recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
     if recorded["grammars"] != grammars_version():
         pytest.skip(f"digests recorded with tree-sitter-language-pack {recorded['grammars']}, "
                     f"{grammars_version()} is installed: set \"grammars\" to it in "
                     f"{RECORDED.name}, and this test names the digests to record")  # fmt: skip
-    was, held = recorded[kind]["version"], recorded[kind]["digest"]
-    record = f'set "{kind}" in {RECORDED.name} to {{"version": %d, "digest": "{digest}"}}'
+    was, held = recorded[kind]["version"], recorded[kind]["files"]
+    files = json.dumps(digests, sort_keys=True)
+
+    def record(v: int) -> str:
+        return f'set "{kind}" in {RECORDED.name} to {{"version": {v}, "files": {files}}}'
+
     assert version >= was, f"{constant} went back from {was} to {version}"
-    assert version > was or digest == held, (
-        f"the {kind} of the fixtures changed: if on purpose, bump {constant} to {was + 1} in "
-        f"{module} (indexes are then cut again), and {record % (was + 1)}"
+    # the same text made otherwise (a file edited, added or removed is only recorded again)
+    changed = sorted(
+        name for name, digest in held.items()
+        if name in digests and digest != digests[name]
+        and digest.split("-")[0] == digests[name].split("-")[0]
+    )  # fmt: skip
+    assert version > was or not changed, (
+        f"the {kind} of {changed} changed: if on purpose, bump {constant} to {was + 1} in "
+        f"{module} (indexes are then cut again), and {record(was + 1)}"
     )
-    assert version == was, f"{constant} was bumped: {record % version}"
+    assert version == was, f"{constant} was bumped: {record(version)}"
+    assert held == digests, f"fixture files were added, removed or edited: {record(version)}"
 
 
 @pytest.fixture(scope="module")
