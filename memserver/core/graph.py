@@ -47,7 +47,8 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # 9: every name a pattern binds in a function is a local, not a use: destructurings
 # (renamed, defaulted, rest, nested; in parameters and loops too), a match arm's, a type
 # test's, a catch's (JavaScript, TypeScript, Python, Rust, Go, Kotlin, Swift, Java, C#,
-# Ruby, Scala, C++, Zig).
+# Ruby, Scala, C++, Zig); a JavaScript or TypeScript field without a declared type is of
+# the class its value constructs (`store = new Store()`).
 GRAPH_VERSION = 9
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 

@@ -50,6 +50,9 @@ class Rules:
     index_files: tuple[str, ...] = ()  # a folder imported as a module means this file
     export_prefixes: tuple[str, ...] = ()  # `exports.parse = …` exports "parse" (CommonJS)
     loose_members: bool = False  # a module's `M.f` / `String.f` is importable as `f`
+    # a module bound whole is the value it exports, named as it binds it (CommonJS: `const
+    # Router = require("./router")` for `module.exports = Router`)
+    module_value: bool = False
 
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
@@ -58,7 +61,7 @@ RULES: dict[str, Rules] = {
                     extensions=(".py", ".pyi"), index_files=("__init__",)),
     "ecmascript": Rules(frozenset({"this"}), frozenset({"super"}), separator="/",
                         extensions=_JS_EXTENSIONS, index_files=("index",),
-                        export_prefixes=("exports", "module.exports")),
+                        export_prefixes=("exports", "module.exports"), module_value=True),
     "go": Rules(package_scope=True, separator="/"),
     "rust": Rules(frozenset({"self", "Self"}), extensions=(".rs",), index_files=("mod", "lib")),
     "jvm": Rules(frozenset({"this"}), frozenset({"super"}), implicit_self=True,

@@ -635,9 +635,13 @@ class _Resolver:
             if imp.star:
                 return []
             # the module itself, when a definition is it (Elixir `alias Shop.Item`, C# `using`)
-            return [
+            found = [
                 d for path, prefix in targets if prefix for d in self.table.defined_in(path, prefix)
             ]
+            if not found and imp.alias and rules(tags.language).module_value:
+                found = self._members([t for t in targets if not t[1]], [imp.alias],
+                                      tags.language, depth)  # fmt: skip
+            return found
         names = imp.name.split(".")
         found = self._members(targets, [*names, *rest], tags.language, depth)
         if found or family(tags.language) != "python":

@@ -146,6 +146,7 @@ DEFINITIONS: dict[str, set[str]] = {
         "components/Widget.jsx:Button:function",
         "components/Widget.jsx:Widget:function",
         "index.js:app:variable",
+        "index.js:store:variable",
         "lib/handlers.js:exports.list:function",
         "lib/handlers.js:exports.old:function",
         "lib/legacy/query.js:exports.parseQuery:function",
@@ -156,6 +157,8 @@ DEFINITIONS: dict[str, set[str]] = {
         "lib/router.js:Router.routes:field",
         "lib/router.js:Router:class",
         "lib/router.js:parseQuery:function",
+        "lib/store.js:Store.save:method",
+        "lib/store.js:Store:class",
     },
     "kotlin": {
         "src/com/acme/Main.kt:main:function",
@@ -327,6 +330,9 @@ DEFINITIONS: dict[str, set[str]] = {
         "Sources/Shop/Item.swift:format:function",
     },
     "typescript": {
+        "src/audit.ts:Audit.check:method",
+        "src/audit.ts:Audit.repo:field",
+        "src/audit.ts:Audit:class",
         "src/models/entity.ts:Entity.constructor:method",
         "src/models/entity.ts:Entity.describe:method",
         "src/models/entity.ts:Entity.id:field",

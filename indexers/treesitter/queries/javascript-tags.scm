@@ -8,6 +8,9 @@
   value: [(arrow_function) (function_expression)]) @definition.method
 (field_definition
   property: [(property_identifier) (private_property_identifier)] @name) @definition.field
+(field_definition
+  property: [(property_identifier) (private_property_identifier)] @annotated
+  value: (new_expression constructor: (_) @declared.type))
 
 (class_heritage [(identifier) @name
                  (member_expression object: (_) @qualifier property: (property_identifier) @name)]

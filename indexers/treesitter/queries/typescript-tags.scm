@@ -21,6 +21,10 @@
 (property_signature
   name: (property_identifier) @name
   type: (type_annotation (_) @declared.type)?) @definition.field
+; a field without a declared type is of the class its value constructs (`store = new Store()`)
+(public_field_definition
+  name: [(property_identifier) (private_property_identifier)] @annotated
+  value: (new_expression constructor: (_) @declared.type))
 
 ; declared types: return types, parameter properties (constructor(private c: Client))
 (function_declaration
