@@ -355,7 +355,7 @@ class _Extractor:
         """Each function's last `return` (a callee or a local) guesses its return type."""
         functions = _Spans()
         for d in sorted(self.defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte)):
-            functions.add(d.node.start_byte, d.node.end_byte, d if d.kind == "function" else None)
+            functions.add(d.node.start_byte, d.node.end_byte, d if d.kind in _FUNCTIONS else None)
         for node in sorted(self.returned, key=lambda n: n.start_byte):
             chain = functions.chain(node.start_byte)
             if chain:

@@ -47,8 +47,10 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # 9: every name a pattern binds in a function is a local, not a use: destructurings
 # (renamed, defaulted, rest, nested; in parameters and loops too), a match arm's, a type
 # test's, a catch's (JavaScript, TypeScript, Python, Rust, Go, Kotlin, Swift, Java, C#,
-# Ruby, Scala, C++, Zig); a JavaScript or TypeScript field without a declared type is of
-# the class its value constructs (`store = new Store()`).
+# Ruby, Scala, C++, Zig); a JavaScript or TypeScript field or variable without a declared
+# type is of what its value makes (`store = new Store()`, `c = build()`), a method's last
+# `return` guesses its type as a function's did, a call's result is the receiver of the
+# member called on it (`build().save()`).
 GRAPH_VERSION = 9
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 

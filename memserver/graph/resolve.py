@@ -663,6 +663,8 @@ class _Resolver:
                     here = here or self.table.defined_in(path, f"{exported}.{first}")
             if not here and not prefix:
                 here = self._reexported(path, first, depth + 1)
+            if not here and not prefix and first == "default" and rules(language).module_value:
+                here = self._default_export(path)
             if not here and not prefix and rules(language).loose_members:
                 here = [d for d in self.table.named_in(path, first) if d.kind == "function"]
             if not here and rest:
@@ -674,6 +676,15 @@ class _Resolver:
                 here = [m for d in here for m in self._attribute(d, rest, depth + 1)]
             found += here
         return list(dict.fromkeys(found))
+
+    def _default_export(self, path: str) -> list[Definition]:
+        """What a module exports as its default: `export default class Store {…}`,
+        `export default function build() {…}` (`export { default as Store } from …`)."""
+        tags = self.table.files.get(path)
+        return [
+            d for d in (tags.definitions if tags is not None else ())
+            if not d.parent and d.signature.startswith("export default ")
+        ]  # fmt: skip
 
     def _reexported(self, path: str, name: str, depth: int) -> list[Definition]:
         """`name` as a module re-exports it (`from .core import Command` in `__init__.py`)."""

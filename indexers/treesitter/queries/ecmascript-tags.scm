@@ -45,6 +45,14 @@
   (export_statement
     declaration: (lexical_declaration
       (variable_declarator name: (identifier) @name)) @definition.variable))
+; a module-level variable made by a call is of what the call returns (`const c = build()`)
+(program
+  [(lexical_declaration (variable_declarator
+     name: (identifier) @annotated
+     value: (call_expression function: [(identifier) (member_expression)] @declared.type)))
+   (variable_declaration (variable_declarator
+     name: (identifier) @annotated
+     value: (call_expression function: [(identifier) (member_expression)] @declared.type)))])
 
 ; this.x = … in a method declares a field of its class
 (assignment_expression
@@ -57,6 +65,10 @@
   left: (member_expression object: (this) property: (property_identifier) @name)) @definition.field
 
 (return_statement [(new_expression constructor: (_) @returned) (identifier) @returned])
+; an arrow function's body is what it returns (`const make = () => new Store()`)
+(variable_declarator
+  name: (identifier) @annotated
+  value: (arrow_function body: (new_expression constructor: (_) @declared.type)))
 
 ; --- references -------------------------------------------------------------------------------
 
@@ -67,6 +79,12 @@
 (call_expression
   function: (member_expression
     object: (new_expression constructor: (_) @receiver.type) @qualifier
+    property: (property_identifier) @name)) @reference.call
+; make().save(), Store.create().save(): the receiver is what the call returns
+(call_expression
+  function: (member_expression
+    object: (call_expression function: [(identifier) (member_expression)] @receiver.type)
+      @qualifier
     property: (property_identifier) @name)) @reference.call
 (new_expression constructor: (identifier) @reference.call)
 (new_expression constructor: (member_expression property: (property_identifier) @member.call))

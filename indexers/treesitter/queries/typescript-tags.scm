@@ -36,6 +36,15 @@
 (method_signature
   name: (property_identifier) @annotated
   return_type: (type_annotation (_) @declared.type))
+(variable_declarator
+  name: (identifier) @annotated
+  value: [(arrow_function return_type: (type_annotation (_) @declared.type))
+          (function_expression return_type: (type_annotation (_) @declared.type))])
+(program
+  [(lexical_declaration (variable_declarator
+     name: (identifier) @annotated type: (type_annotation (_) @declared.type)))
+   (variable_declaration (variable_declarator
+     name: (identifier) @annotated type: (type_annotation (_) @declared.type)))])
 (required_parameter
   (accessibility_modifier)
   pattern: (identifier) @name
