@@ -16,9 +16,10 @@ random (seeded; from non-test source files, dunder methods left out) and compare
 
 - symbols: at one real call site of each name (a random reference with that name anywhere
   in the tree) our top candidate against `jedi.Script.goto(follow_imports=True)`; both
-  finding nothing in the tree counts as agreement. Also `SymbolTable.lookup` of the
-  qualified, module-qualified and `file.py:qualified` names, which must give the
-  definition first.
+  finding nothing in the tree counts as agreement, and so does ours being one of several
+  places goto gives (a name defined in both branches of an `if`, listed in no fixed
+  order). Also `SymbolTable.lookup` of the qualified, module-qualified and
+  `file.py:qualified` names, which must give the definition first.
 - references: the (path, line) locations whose references we resolve to the definition
   (top candidate, score >= MIN_CONFIDENCE) against `jedi.Script.get_references` inside the
   tree, the definition's own line left out on both sides. Precision and recall are summed
@@ -258,13 +259,18 @@ class Jedi:
         if self.cache_path is not None:
             self.cache_path.write_text(json.dumps(self.memo))
 
-    def goto(self, rel: str, line: int, column: int) -> tuple[str, int] | None:
-        key = f"goto {rel} {line} {column}"
+    def goto(self, rel: str, line: int, column: int, ours: Definition | None = None
+             ) -> tuple[str, int] | None:  # fmt: skip
+        """Where jedi's goto lands in the tree: of several places (a name defined in both
+        branches of an `if`, which jedi lists in no fixed order), `ours` when it is one of
+        them, else the first in path and line order."""
+        key = f"goto* {rel} {line} {column}"
         if key not in self.memo:
-            found = self._goto(rel, line, column)
-            self.memo[key] = list(found) if found else None
-        held = self.memo[key]
-        return (held[0], held[1]) if held else None
+            self.memo[key] = sorted(self._goto(rel, line, column))
+        held = [(path, number) for path, number in self.memo[key]]
+        if ours is not None and (ours.path, ours.name_line) in held:
+            return ours.path, ours.name_line
+        return held[0] if held else None
 
     def references(self, rel: str, line: int, column: int) -> set[tuple[str, int]] | None:
         key = f"refs {rel} {line} {column}"
@@ -274,16 +280,15 @@ class Jedi:
         held = self.memo[key]
         return None if held is None else {(p, n) for p, n in held}
 
-    def _goto(self, rel: str, line: int, column: int) -> tuple[str, int] | None:
+    def _goto(self, rel: str, line: int, column: int) -> set[tuple[str, int]]:
         try:
             names = self.script(rel).goto(line, column, follow_imports=True)
         except Exception:
-            return None
-        for name in names:
-            where = self._rel(name)
-            if where is not None and name.line is not None:
-                return where, name.line
-        return None
+            return set()
+        return {
+            (where, name.line) for name in names
+            if (where := self._rel(name)) is not None and name.line is not None
+        }  # fmt: skip
 
     def _references(self, rel: str, line: int, column: int) -> set[tuple[str, int]] | None:
         try:
@@ -410,7 +415,7 @@ def _check_site(project: Project, jedi_: Jedi, site: Reference, tally: Tally) ->
     tally.sites += 1
     found = project.resolved[site]
     ours = found[0][0] if found and found[0][1] >= MIN_CONFIDENCE else None
-    theirs = jedi_.goto(site.path, site.line, site.column)
+    theirs = jedi_.goto(site.path, site.line, site.column, ours)
     where = f"{site.path}:{site.line} {site.qualifier + '.' if site.qualifier else ''}{site.name}"
     if (ours is None and theirs is None) or (ours is not None and _same(project, ours, theirs)):
         tally.site_agree += 1
@@ -502,7 +507,7 @@ def _classify_extra(project: Project, jedi_: Jedi, d: Definition, where: tuple[s
     ref = refs[0]
     found = project.resolved[ref]
     score = found[0][1] if found else 0.0
-    theirs = jedi_.goto(ref.path, ref.line, ref.column)
+    theirs = jedi_.goto(ref.path, ref.line, ref.column, d)
     if _same(project, d, theirs):
         return "jedi goto agrees with us (get_references misses it)"
     if theirs is None:
