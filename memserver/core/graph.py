@@ -50,7 +50,7 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # Ruby, Scala, C++, Zig); a JavaScript or TypeScript field or variable without a declared
 # type is of what its value makes (`store = new Store()`, `c = build()`), a method's last
 # `return` guesses its type as a function's did, a call's result is the receiver of the
-# member called on it (`build().save()`).
+# member called on it (`build().save()`; Java's `Store.create().save()` too).
 GRAPH_VERSION = 9
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 

@@ -208,7 +208,8 @@ class _Resolver:
         plain = all(s.isidentifier() or s.startswith("$") for s in segments)
         rest = segments[1:] if plain else []
         if ref.receiver_type:
-            owners = self._classes_of_type(ref.receiver_type, ref, tags, 0)
+            typed = ref.receiver_type if plain else _chained(qualifier, ref.receiver_type)
+            owners = self._classes_of_type(typed, ref, tags, 0)
             if owners:
                 found, known = self._walk(owners, rest, ref.name)
                 if found:
@@ -219,7 +220,7 @@ class _Resolver:
                 extension = self._extension(ref.receiver_type, ref, tags)
                 if extension:
                     return self._ranked(extension, TYPED, path)
-        if segments[0] in r.self_names or self._is_go_receiver(segments[0], ref, tags):
+        if plain and (segments[0] in r.self_names or self._is_go_receiver(segments[0], ref, tags)):
             owner = self._enclosing_class(ref, tags)
             if owner is not None:
                 found, known = self._walk([(owner, 1.0)], rest, ref.name)
@@ -236,8 +237,13 @@ class _Resolver:
                 if found:
                     return self._shift(found, MEMBER, path)
             return self._unknown_receiver(ref.name, tags)
-        if not plain:
-            return self._unknown_receiver(ref.name, tags)  # a call result, an index…
+        if not plain:  # a call's result (`make().send`, `Store.create().first()`), an index…
+            chain = _CALLS.match(qualifier) is not None
+            owners = self._classes_of_type(qualifier, ref, tags, 0) if chain else []
+            found, known = self._walk(owners, [], ref.name) if owners else ([], False)
+            if found:
+                return self._shift(found, TYPED, path)
+            return [] if owners and known else self._unknown_receiver(ref.name, tags)
         bound = self._binding(tags, segments, ref.enclosing)
         if bound is not None:
             imports, consumed = bound
@@ -380,12 +386,16 @@ class _Resolver:
         """Definitions an expression names: a type (`t.Optional[Client]`), a callee
         (`ctx.make_formatter`), or a member chain of a typed head (`(Context).command`)."""
         if not text.startswith("("):
+            call = text.find("(")
+            end = call + closing(text[call:]) + 1 if call > 0 else 0
+            if end > call > 0 and text[end:].startswith("."):  # `a.b().c`: a.b()'s, then c
+                return self._expression(f"({text[:end]}){text[end:]}", ref, tags, depth + 1)
             return self._type_named(main_type(text) or text.split("(", 1)[0], ref, tags)
         close = closing(text)
         if close < 0:
             return []
         owners = self._classes_of_type(text[1:close], ref, tags, depth + 1)
-        segments = [s.split("(", 1)[0] for s in text[close + 1 :].strip(".").split(".")]
+        segments = _without_arguments(text[close + 1 :]).strip(".").split(".")
         if not owners or not all(s.isidentifier() for s in segments):
             return []
         found, _known = self._walk(owners, segments[:-1], segments[-1])
@@ -782,6 +792,37 @@ def _join_module(module: str, name: str) -> str:
 
 def _last(name: str) -> str:
     return name.rsplit(".", 1)[-1]
+
+
+# a chain of names and calls whose arguments hold no call (`make().a`, `A.b(x).c()`): the
+# classes of what it makes can be told from the calls' declared or guessed types
+_CALLS = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*|\([^()]*\))*\Z")
+
+
+def _without_arguments(text: str) -> str:
+    """`text` without what its calls' and indexes' brackets hold, nor the brackets:
+    ".plus(entry.amount()).items[0]" gives ".plus.items"."""
+    out, depth = [], 0
+    for char in text:
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(char)
+    return "".join(out)
+
+
+def _chained(qualifier: str, typed: str) -> str:
+    """The expression a receiver's type stands for: the qualifier's own when it is the
+    qualifier or its callee (`Store.create()`, `Client(…)` typed "Client", `new Store()`
+    typed "Store"), else its head's (a local's), then the rest of the chain (`s.first()`
+    with `s` a Store: "(Store).first()")."""
+    head = re.match(r"[A-Za-z_$][\w$]*", qualifier)
+    if (typed == qualifier or qualifier.startswith(typed + "(") or head is None
+            or qualifier[head.end() : head.end() + 1] != "."):  # fmt: skip
+        return typed
+    return f"({typed}){qualifier[head.end() :]}"
 
 
 def _normal(qualifier: str) -> str:

@@ -35,6 +35,10 @@
 (method_invocation
   object: (object_creation_expression type: (_) @receiver.type) @qualifier
   name: (identifier) @name) @reference.call
+; Store.create().save(), store.first().label(): the receiver is what the call returns
+(method_invocation
+  object: (method_invocation) @receiver.type @qualifier
+  name: (identifier) @name) @reference.call
 (object_creation_expression type: [(type_identifier) @name
                                    (generic_type (type_identifier) @name)]) @reference.call
 (method_reference (_) @qualifier . (identifier) @name .) @reference.other
