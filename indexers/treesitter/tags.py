@@ -588,11 +588,20 @@ class _Extractor:
         scopes: dict[str, dict[str, list[tuple[int, str]]]],
     ) -> str:
         """The declared type of the qualifier's first name, if it is a typed local (the
-        latest binding at or before the line)."""
+        latest binding at or before the line); of a chain with more than names after it,
+        the whole chain around that type (`s.first()` with `s: Store`: "(Store).first()",
+        `s.items[0]`: "(Store).items[0]", which no member's name continues)."""
         head = qualifier.split(".", 1)[0].split("->", 1)[0]
         if not head.lstrip("$").isidentifier():
             return ""
         typed = self._local_type(head, line, chain, scopes)
+        rest = qualifier[len(head) :]
+        if (
+            typed
+            and rest.startswith(".")
+            and not all(part.isidentifier() for part in rest[1:].split("."))
+        ):
+            return self._substitute(qualifier, line, chain, scopes)
         return self._substitute(typed, line, chain, scopes) if typed else ""
 
     def _region_type(self, name: str, byte: int) -> str | None:

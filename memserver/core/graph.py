@@ -50,7 +50,8 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # Ruby, Scala, C++, Zig); a JavaScript or TypeScript field or variable without a declared
 # type is of what its value makes (`store = new Store()`, `c = build()`), a method's last
 # `return` guesses its type as a function's did, a call's result is the receiver of the
-# member called on it (`build().save()`; Java's `Store.create().save()` too).
+# member called on it (`build().save()`; Java's `Store.create().save()` too); a typed
+# local heading a chain of calls or indexes types the whole chain (`s.first()`: "(Store).first()").
 GRAPH_VERSION = 9
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 

@@ -208,8 +208,7 @@ class _Resolver:
         plain = all(s.isidentifier() or s.startswith("$") for s in segments)
         rest = segments[1:] if plain else []
         if ref.receiver_type:
-            typed = ref.receiver_type if plain else _chained(qualifier, ref.receiver_type)
-            owners = self._classes_of_type(typed, ref, tags, 0)
+            owners = self._classes_of_type(ref.receiver_type, ref, tags, 0)
             if owners:
                 found, known = self._walk(owners, rest, ref.name)
                 if found:
@@ -800,29 +799,17 @@ _CALLS = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*|\([^()]*\))*\Z")
 
 
 def _without_arguments(text: str) -> str:
-    """`text` without what its calls' and indexes' brackets hold, nor the brackets:
-    ".plus(entry.amount()).items[0]" gives ".plus.items"."""
+    """`text` without its calls' arguments and parentheses, nor spaces: ".plus(entry.amount())
+    .total" gives ".plus.total" (an index stays: `items[0]` is no member's name)."""
     out, depth = [], 0
     for char in text:
-        if char in "([":
+        if char == "(":
             depth += 1
-        elif char in ")]":
+        elif char == ")":
             depth = max(0, depth - 1)
-        elif depth == 0:
+        elif depth == 0 and not char.isspace():  # a chain broken over lines
             out.append(char)
     return "".join(out)
-
-
-def _chained(qualifier: str, typed: str) -> str:
-    """The expression a receiver's type stands for: the qualifier's own when it is the
-    qualifier or its callee (`Store.create()`, `Client(…)` typed "Client", `new Store()`
-    typed "Store"), else its head's (a local's), then the rest of the chain (`s.first()`
-    with `s` a Store: "(Store).first()")."""
-    head = re.match(r"[A-Za-z_$][\w$]*", qualifier)
-    if (typed == qualifier or qualifier.startswith(typed + "(") or head is None
-            or qualifier[head.end() : head.end() + 1] != "."):  # fmt: skip
-        return typed
-    return f"({typed}){qualifier[head.end() :]}"
 
 
 def _normal(qualifier: str) -> str:

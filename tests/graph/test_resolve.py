@@ -319,3 +319,29 @@ def test_container_types_give_their_elements() -> None:
         "[String: Item]": "", "Map<K, V>": "", "Item": "", "dict[str, Item]": "",
     }  # fmt: skip
     assert {text: element_type(text) for text in written} == written
+
+
+def test_a_chain_of_calls_resolves_through_each_calls_type_and_an_index_stops_it() -> None:
+    """`make().first().label()`: each call's declared or guessed return type is the next
+    call's receiver, whatever the arguments say; a local's type types only the chain's
+    head; an index in the chain (`items[0]`) is no member, so nothing is guessed there."""
+    files = {
+        "shop.py": (
+            "class Item:\n    def label(self):\n        return ''\n\n"
+            "class Store:\n    items: list\n\n    def first(self, at) -> Item:\n"
+            "        return Item()\n\n    def label(self):\n        return 'store'\n\n"
+            "def make() -> Store:\n    return Store()\n"
+        ),
+        "use.py": (
+            "from shop import make\n\n"
+            "def go(n):\n    make().first(n.count(1)).label()\n    s = make()\n"
+            "    s.first(2).label()\n    s.items[0].label()\n"
+        ),
+    }
+    tags = tags_of(files)
+    table = SymbolTable(tags.values())
+    found = {r.line: resolve(r, tags["use.py"], table) for r in refs(tags["use.py"], "label")}
+    for line in (4, 6):
+        best = [d for d, s in found[line] if s >= MIN_CONFIDENCE]
+        assert [d.qualified for d in best[:1]] == ["Item.label"], found[line]
+    assert all(s < MIN_CONFIDENCE for _, s in found[7])  # not Store.label, nor Item.label
