@@ -29,6 +29,7 @@ from memserver.core.graph import (
     FileTags,
     Import,
     Reference,
+    dotted,
     make_reference,
 )
 
@@ -591,7 +592,8 @@ class _Extractor:
         latest binding at or before the line); of a chain with more than names after it,
         the whole chain around that type (`s.first()` with `s: Store`: "(Store).first()",
         `s.items[0]`: "(Store).items[0]", which no member's name continues)."""
-        head = qualifier.split(".", 1)[0].split("->", 1)[0]
+        qualifier = dotted(qualifier)  # `$s->first()`, `p->items[0]` as `s.first()` is
+        head = qualifier.split(".", 1)[0]
         if not head.lstrip("$").isidentifier():
             return ""
         typed = self._local_type(head, line, chain, scopes)
@@ -632,7 +634,7 @@ class _Extractor:
         if text.startswith("iter(") and text.endswith(")"):
             return f"iter({self._substitute(text[5:-1], line, chain, scopes, depth)})"
         head = text.split(".", 1)[0].split("(", 1)[0]
-        if depth <= 0 or not head.isidentifier():
+        if depth <= 0 or not head.lstrip("$").isidentifier():
             return text
         typed = self._local_type(head, line, chain, scopes)
         if not typed or typed == text:

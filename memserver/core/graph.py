@@ -51,9 +51,21 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # type is of what its value makes (`store = new Store()`, `c = build()`), a method's last
 # `return` guesses its type as a function's did, a call's result is the receiver of the
 # member called on it (`build().save()`; Java's `Store.create().save()` too); a typed
-# local heading a chain of calls or indexes types the whole chain (`s.first()`: "(Store).first()").
+# local heading a chain of calls or indexes types the whole chain (`s.first()`: "(Store).first()",
+# `$s->first()` and `p->items[0]` alike).
 GRAPH_VERSION = 9
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
+# how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,
+# C and PHP `p->q`, PHP `A\\B`)
+_QUALIFIER_SEPARATORS = ("::", "?.", "->", "\\")
+
+
+def dotted(qualifier: str) -> str:
+    """A qualifier as written, its separators made dots: `$s->first()` gives "$s.first()"."""
+    text = qualifier.strip()
+    for separator in _QUALIFIER_SEPARATORS:
+        text = text.replace(separator, ".")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +261,7 @@ __all__ = [
     "RefColumns",
     "Reference",
     "StoredFile",
+    "dotted",
     "file_version",
     "make_definition",
     "make_reference",

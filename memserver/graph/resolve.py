@@ -32,6 +32,7 @@ from memserver.core.graph import (
     FileTags,
     Import,
     Reference,
+    dotted,
     only_declares,
 )
 from memserver.graph.languages import (
@@ -63,7 +64,6 @@ _MAX_DEPTH = 6
 _CLOSED_SCOPE = frozenset({"python", "ecmascript", "go", "rust", "jvm", "csharp", "zig", "elixir"})
 _LITERAL = re.compile(r"""^(?:["'`\[{(]|\d|[rbfu]+["'])""")
 _GO_RECEIVER = re.compile(r"^func\s*\(\s*(\w+)")
-_QUALIFIER_SEPARATORS = ("::", "?.", "->", "\\")
 
 
 def resolve(reference: Reference, tags: FileTags, table: SymbolTable, floor: float = 0.0
@@ -123,7 +123,7 @@ class _Resolver:
     def _import_reference(self, ref: Reference, tags: FileTags) -> list[Candidate]:
         imports = [
             i for i in tags.imports
-            if i.line == ref.line and _last(i.name or _normal(i.module)) == ref.name
+            if i.line == ref.line and _last(i.name or dotted(i.module)) == ref.name
         ]  # fmt: skip
         found: list[Definition] = []
         for imp in imports or [Import(tags.path, ref.qualifier, ref.name, line=ref.line)]:
@@ -199,7 +199,7 @@ class _Resolver:
     # --- qualified names -------------------------------------------------------------------------
 
     def _qualified(self, ref: Reference, tags: FileTags) -> list[Candidate]:
-        qualifier = _normal(ref.qualifier)
+        qualifier = dotted(ref.qualifier)
         r = rules(tags.language)
         path = tags.path
         if _LITERAL.match(qualifier):
@@ -263,8 +263,8 @@ class _Resolver:
                 found_defs = self._members(targets, [ref.name], tags.language, 0)
                 if found_defs:
                     return self._ranked(found_defs, IMPORTED, path)
-        dotted = ".".join([*segments, ref.name])
-        found_defs = self.table.by_qualified.get(dotted, []) or self.table.by_tail.get(dotted, [])
+        full = ".".join([*segments, ref.name])
+        found_defs = self.table.by_qualified.get(full, []) or self.table.by_tail.get(full, [])
         if found_defs:
             return self._ranked(found_defs, QUALIFIED, path)
         return self._unknown_receiver(ref.name, tags)
@@ -810,13 +810,6 @@ def _without_arguments(text: str) -> str:
         elif depth == 0 and not char.isspace():  # a chain broken over lines
             out.append(char)
     return "".join(out)
-
-
-def _normal(qualifier: str) -> str:
-    text = qualifier.strip()
-    for separator in _QUALIFIER_SEPARATORS:
-        text = text.replace(separator, ".")
-    return text
 
 
 def _is_member(definition: Definition, table: SymbolTable) -> bool:

@@ -345,3 +345,37 @@ def test_a_chain_of_calls_resolves_through_each_calls_type_and_an_index_stops_it
         best = [d for d, s in found[line] if s >= MIN_CONFIDENCE]
         assert [d.qualified for d in best[:1]] == ["Item.label"], found[line]
     assert all(s < MIN_CONFIDENCE for _, s in found[7])  # not Store.label, nor Item.label
+
+
+@pytest.mark.parametrize(
+    ("language", "store", "use"),
+    [
+        ("php", "<?php\nclass Item { public function label() { return ''; } }\n"
+         "class Store {\n    public $items = [];\n"
+         "    public function first(): Item { return new Item(); }\n"
+         "    public function label() { return 's'; }\n}\n",
+         "<?php\nfunction go() {\n    $s = new Store();\n    $s->first()->label();\n"
+         "    $s->items[0]->label();\n}\n"),
+        ("cpp", "struct Item { int label() { return 0; } };\n"
+         "struct Store {\n    Item items[4];\n    Item first() { return Item(); }\n"
+         "    int label() { return 1; }\n};\n",
+         "int go() {\n    Store s;\n    s.first().label();\n    s.items[0].label();\n"
+         "    Store* p = &s;\n    p->items[0].label();\n    return 0;\n}\n"),
+    ],
+)  # fmt: skip
+def test_a_chain_after_an_arrow_is_read_as_after_a_dot(language: str, store: str, use: str
+                                                       ) -> None:  # fmt: skip
+    """`$s->first()->label()` and `p->items[0].label()` are chains as `s.first().label()`
+    is: the local's type types the head only, never the chain's last member (`label` is
+    not `Store.label`)."""
+    ext = {"php": "php", "cpp": "cpp"}[language]
+    tags = tags_of({f"store.{ext}": store, f"use.{ext}": use}, language)
+    table = SymbolTable(tags.values())
+    found = {}
+    for ref in refs(tags[f"use.{ext}"], "label"):
+        best = [d.qualified for d, s in resolve(ref, tags[f"use.{ext}"], table)
+                if s >= MIN_CONFIDENCE]  # fmt: skip
+        assert "Store.label" not in best, (ref.line, ref.qualifier, best)
+        found[ref.line] = best
+    if language == "php":  # a declared return type continues the chain
+        assert found[4][:1] == ["Item.label"]

@@ -535,7 +535,7 @@ def test_public_surface() -> None:
     assert indexers.treesitter.tags.__all__ == ["extract_tags", "parse"]
     assert set(memserver.core.graph.__all__) == {
         "CLASS_KINDS", "DEFINITION_KINDS", "GRAPH_VERSION", "REFERENCE_KINDS", "Definition",
-        "FileTags", "Import", "RefColumns", "Reference", "StoredFile", "file_version",
+        "FileTags", "Import", "RefColumns", "Reference", "StoredFile", "dotted", "file_version",
         "make_definition", "make_reference", "only_declares",
     }  # fmt: skip
 
