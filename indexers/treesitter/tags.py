@@ -59,6 +59,13 @@ _FLAT_EXTRAS = frozenset(
 
 
 _LINE_AND_COLUMN = operator.attrgetter("line", "column")
+# what `exports.Y = …` makes a variable of (not a function: a definition of its own kind;
+# not a name: an export of that binding)
+_EXPORTED_VALUES = frozenset(
+    {"call_expression", "new_expression", "object", "array", "string", "number",
+     "template_string", "member_expression", "binary_expression", "ternary_expression", "true",
+     "false", "null", "regex"}
+)  # fmt: skip
 _SPACE = re.compile(r"\s")
 # what ends the text before a member's name (`->*` and `.*`: C++'s pointers to members)
 _MEMBER_END = re.compile(r"(?:->\*?|\.\*|[\s.:?\\])+\Z")
@@ -143,6 +150,9 @@ class _Extractor:
         # parent, the names)
         self.bare: list[tuple[str, bool, list[Node]]] = []
         self.imports: list[tuple[Node, Node | None, Node | None, Node | None, bool]] = []
+        self.default_imports: set[int] = set()  # their bound names' starts (`import X from`)
+        # what the module exports of its own (statement, the name, as what: `_exports`)
+        self.exported: list[tuple[Node, Node, str]] = []
         # (name, its type, what it iterates over): bindings inside functions
         self.locals: list[tuple[Node, Node | None, Node | None]] = []
         self.constructor_params: list[Node] = []  # names local to a class's own body
@@ -213,6 +223,10 @@ class _Extractor:
                 (statement, first("import.module"), first("import.name"), first("import.alias"),
                  "import.star" in captures)
             )  # fmt: skip
+            if "import.default" in captures:
+                self.default_imports.add(captures["import.default"][0].start_byte)
+        elif "export.name" in captures or "export.statement" in captures:
+            self._export(pattern, captures)
         defined = captures.get("local.definition")
         if defined:
             local_type = (captures.get("local.type") or [None])[0]
@@ -225,6 +239,56 @@ class _Extractor:
             self.locals.extend((node, None, iterable) for node in _uses(closure[0], names))
         if len(captures) > 2:
             self._take_flat({k: v for k, v in captures.items() if k in _FLAT_EXTRAS})
+
+    def _export(self, pattern: int, captures: dict[str, list[Node]]) -> None:
+        """What a JavaScript or TypeScript module exports of its own (`self.exported`), and
+        its CommonJS variables (`exports.STATES = {…}`)."""
+        first = _first_of(captures)
+        statement = first("export.statement") or first("export.default") or first("export.named")
+        name, value, member = first("export.name"), first("export.value"), first("export.member")
+        named = first("export.as")
+        if statement is None:
+            return
+        if name is not None:  # `export default X`, `export { X as Y }`
+            binding = "default" if "export.default" in captures else self._exports(named or name)
+            self.exported.append((statement, name, binding))
+        elif value is not None:  # `module.exports = …`
+            while value.type == "assignment_expression":  # `module.exports = exports = X`
+                right = value.child_by_field_name("right")
+                if right is None:
+                    return
+                value = right
+            if value.type == "identifier":
+                self.exported.append((statement, value, "module.exports"))
+            elif value.type == "object":  # `{ X, Y: X }`
+                for item in value.named_children:
+                    if item.type == "shorthand_property_identifier":
+                        self.exported.append((statement, item, self._exports(item)))
+                    elif item.type == "pair":
+                        key, held = (
+                            item.child_by_field_name("key"),
+                            item.child_by_field_name("value"),
+                        )
+                        if key is not None and held is not None and held.type == "identifier":
+                            self.exported.append((statement, held, self._exports(key)))
+        elif member is not None and named is not None:  # `exports.Y = …`
+            if member.type == "identifier":
+                self.exported.append((statement, member, self._exports(named)))
+            elif (
+                member.type in _EXPORTED_VALUES
+                and statement.parent is not None
+                and (statement.parent.type == "program")
+            ):  # a module-level variable, named by the assignment's target
+                left = first("export.left")
+                if left is not None:
+                    self._add_definition(statement, "variable", left, pattern, {})
+                    self.ignored.add((named.start_byte, named.end_byte))
+
+    def _exports(self, node: Node) -> str:
+        """The binding a module's export under this name is (`default`, `exports.Y`): an
+        import of module "" binds it (`memserver.graph.resolve`)."""
+        text = self._text(node)
+        return text if text == "default" else f"exports.{text}"
 
     def _annotate(self, captures: dict[str, list[Node]]) -> None:
         """A pattern naming a definition by @annotated: a type guess or a decorator."""
@@ -710,9 +774,15 @@ class _Extractor:
             name_text = _clean(self._text(name)) if name is not None else ""
             module_text = _module_text(self._text(module), name_text) if module is not None else ""
             alias_text = self._text(alias).strip() if alias is not None else ""
+            default = (
+                name is None and alias is not None and alias.start_byte in self.default_imports
+            )
+            if default:
+                name_text = "default"
             line = statement.start_point[0] + 1
-            if name is not None:
-                line = name.start_point[0] + 1
+            anchor = alias if default else name
+            if anchor is not None:
+                line = anchor.start_point[0] + 1
             key = (module_text, name_text, alias_text, line)
             if key in seen or not (module_text or name_text):
                 continue
@@ -722,7 +792,11 @@ class _Extractor:
             imports.append(
                 Import(self.path, module_text, name_text, alias_text, line, star, enclosing)
             )
-            if name is None and module is not None and not star:
+            if default and anchor is not None:  # `import Store from "./shop"`: ./shop's default
+                ref_line, column = self._position(anchor)
+                refs.append(Reference(self.path, alias_text, "import", ref_line, column,
+                                      enclosing, module_text))  # fmt: skip
+            elif name is None and module is not None and not star:
                 refs += self._module_reference(module, module_text, enclosing)
             if name is not None and name_text and not star:
                 ref_line, column = self._position(name)
@@ -732,6 +806,11 @@ class _Extractor:
                         enclosing, module_text,
                     )
                 )  # fmt: skip
+        for statement, name, binding in self.exported:  # of this module: module ""
+            chain = spans.chain(statement.start_byte)
+            enclosing = chain[0].qualified if chain else ""
+            line = name.start_point[0] + 1
+            imports.append(Import(self.path, "", self._text(name), binding, line, False, enclosing))
         return tuple(sorted(imports, key=lambda i: i.line)), refs
 
     def _module_reference(self, module: Node, text: str, enclosing: str) -> list[Reference]:

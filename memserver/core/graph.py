@@ -52,8 +52,11 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # `return` guesses its type as a function's did, a call's result is the receiver of the
 # member called on it (`build().save()`; Java's `Store.create().save()` too); a typed
 # local heading a chain of calls or indexes types the whole chain (`s.first()`: "(Store).first()",
-# `$s->first()` and `p->items[0]` alike).
-GRAPH_VERSION = 9
+# `$s->first()` and `p->items[0]` alike). 10: a JavaScript or TypeScript module's exports
+# of its own bindings are imports of module "" (`export default X`, `module.exports = X`,
+# `exports.y = x`, `export { x as y }`), a default import binds the module's `default`,
+# `exports.y = <a value>` is a variable, and `module.exports` is no reference.
+GRAPH_VERSION = 10
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,
 # C and PHP `p->q`, PHP `A\\B`)

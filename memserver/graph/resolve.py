@@ -64,6 +64,7 @@ _MAX_DEPTH = 6
 _CLOSED_SCOPE = frozenset({"python", "ecmascript", "go", "rust", "jvm", "csharp", "zig", "elixir"})
 _LITERAL = re.compile(r"""^(?:["'`\[{(]|\d|[rbfu]+["'])""")
 _GO_RECEIVER = re.compile(r"^func\s*\(\s*(\w+)")
+_REQUIRED = re.compile(r"""^require\(\s*["'`]([^"'`]+)["'`]\s*\)$""")  # require("./x").name
 
 
 def resolve(reference: Reference, tags: FileTags, table: SymbolTable, floor: float = 0.0
@@ -123,7 +124,8 @@ class _Resolver:
     def _import_reference(self, ref: Reference, tags: FileTags) -> list[Candidate]:
         imports = [
             i for i in tags.imports
-            if i.line == ref.line and _last(i.name or dotted(i.module)) == ref.name
+            if i.line == ref.line and (_last(i.name or dotted(i.module)) == ref.name
+                                       or (i.name == "default" and i.alias == ref.name))
         ]  # fmt: skip
         found: list[Definition] = []
         for imp in imports or [Import(tags.path, ref.qualifier, ref.name, line=ref.line)]:
@@ -204,6 +206,13 @@ class _Resolver:
         path = tags.path
         if _LITERAL.match(qualifier):
             return []
+        if r.module_value and qualifier == "module" and ref.name == "exports":
+            return []  # CommonJS's, no definition here (nor any file's `module.exports = …`)
+        required = _REQUIRED.match(qualifier) if r.module_value else None
+        if required is not None:  # what the module required there exports
+            imp = Import(path, required.group(1), line=ref.line, enclosing=ref.enclosing)
+            exported = self._imported(imp, tags, [ref.name], 0)
+            return self._ranked(exported, IMPORTED, path) if exported else []
         segments = qualifier.split(".")
         plain = all(s.isidentifier() or s.startswith("$") for s in segments)
         rest = segments[1:] if plain else []
@@ -637,26 +646,51 @@ class _Resolver:
         """Definitions `imp` binds, then `.rest` walked from them."""
         if depth > _MAX_DEPTH:
             return []
+        if not imp.module:
+            return self._own(imp, tags, rest, depth)
         targets = self.modules.targets(imp.module, tags)
+        value = rules(tags.language).module_value
         if imp.star or not imp.name:
             if rest:
-                return self._members(targets, rest, tags.language, depth)
+                found = self._members(targets, rest, tags.language, depth)
+                if not found and value and not imp.star:  # `Store.create()`, Store required
+                    found = [m for d in self._module_value(targets, depth)
+                             for m in self._attribute(d, rest, depth + 1)]  # fmt: skip
+                return found
             if imp.star:
                 return []
             # the module itself, when a definition is it (Elixir `alias Shop.Item`, C# `using`)
             found = [
                 d for path, prefix in targets if prefix for d in self.table.defined_in(path, prefix)
             ]
-            if not found and imp.alias and rules(tags.language).module_value:
-                found = self._members([t for t in targets if not t[1]], [imp.alias],
-                                      tags.language, depth)  # fmt: skip
+            if not found and imp.alias and value:  # what it exports under the name, or whole
+                plain = [t for t in targets if not t[1]]
+                found = self._members(plain, [imp.alias], tags.language, depth)
+                found = found or self._module_value(plain, depth)
             return found
         names = imp.name.split(".")
         found = self._members(targets, [*names, *rest], tags.language, depth)
+        if not found and value and imp.name == "default" and imp.alias:
+            # a default export not told by its text (`export default connect(Store)`): the
+            # definition it is named after
+            found = self._members(targets, [imp.alias, *rest], tags.language, depth)
         if found or family(tags.language) != "python":
             return found
         sub = self.modules.targets(_join_module(imp.module, imp.name), tags)  # a submodule
         return self._members(sub, rest, tags.language, depth) if rest else []
+
+    def _own(self, imp: Import, tags: FileTags, rest: list[str], depth: int) -> list[Definition]:
+        """What a module exports of its own bindings (`export default Store`, `exports.parse =
+        parse`: an Import of module ""): the definition here, or what an import binds."""
+        found = self.table.defined_in(tags.path, imp.name)
+        if not found:
+            found = [
+                d for bound in self._imports_for(tags, imp.name, "") if bound.module
+                for d in self._imported(bound, tags, [], depth + 1)
+            ]  # fmt: skip
+        if rest:
+            found = [m for d in found for m in self._attribute(d, rest, depth + 1)]
+        return found
 
     def _members(
         self, targets: list[Target], segments: list[str], language: str, depth: int
@@ -670,10 +704,12 @@ class _Resolver:
             if not here and not prefix:
                 for exported in rules(language).export_prefixes:
                     here = here or self.table.defined_in(path, f"{exported}.{first}")
+            if not here and not prefix and rules(language).module_value:
+                here = self._reexported(path, f"exports.{first}", depth + 1)  # `exports.x = x`
             if not here and not prefix:
                 here = self._reexported(path, first, depth + 1)
             if not here and not prefix and first == "default" and rules(language).module_value:
-                here = self._default_export(path)
+                here = self._default_export(path, depth)
             if not here and not prefix and rules(language).loose_members:
                 here = [d for d in self.table.named_in(path, first) if d.kind == "function"]
             if not here and rest:
@@ -686,14 +722,29 @@ class _Resolver:
             found += here
         return list(dict.fromkeys(found))
 
-    def _default_export(self, path: str) -> list[Definition]:
+    def _default_export(self, path: str, depth: int) -> list[Definition]:
         """What a module exports as its default: `export default class Store {…}`,
-        `export default function build() {…}` (`export { default as Store } from …`)."""
+        `export default function build() {…}` (`export { default as Store } from …`); for a
+        CommonJS module, its value (`_module_value`). `export default Store;` is a binding of
+        the module's own (`_reexported`)."""
         tags = self.table.files.get(path)
-        return [
+        found = [
             d for d in (tags.definitions if tags is not None else ())
             if not d.parent and d.signature.startswith("export default ")
         ]  # fmt: skip
+        return found or self._module_value([(path, "")], depth)
+
+    def _module_value(self, targets: list[Target], depth: int) -> list[Definition]:
+        """What CommonJS modules export whole: `module.exports = function build() {…}` (a
+        definition named `module.exports`), `module.exports = Store` (a binding of the
+        module's own, `_reexported`)."""
+        found: list[Definition] = []
+        for path, prefix in targets:
+            if not prefix:
+                found += self.table.defined_in(path, "module.exports") or self._reexported(
+                    path, "module.exports", depth + 1
+                )
+        return list(dict.fromkeys(found))
 
     def _reexported(self, path: str, name: str, depth: int) -> list[Definition]:
         """`name` as a module re-exports it (`from .core import Command` in `__init__.py`)."""

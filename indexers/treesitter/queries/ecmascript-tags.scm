@@ -114,8 +114,9 @@
 (import_statement
   (import_clause (namespace_import (identifier) @import.alias))
   source: (string) @import.module) @import
+; a default import binds the module's `default` (`import Store from "./shop"`)
 (import_statement
-  (import_clause (identifier) @import.name)
+  (import_clause (identifier) @import.alias @import.default)
   source: (string) @import.module) @import
 (export_statement
   (export_clause (export_specifier name: (_) @import.name alias: (_)? @import.alias))
@@ -123,6 +124,28 @@
 (export_statement
   "*" @import.star
   source: (string) @import.module) @import
+
+; what a module exports of its own: `export default X;` is its `default`, `export { X as Y }`
+; its Y; `module.exports = …` its value (`X`, `exports = X`) or names (`{ X, Y: X }`);
+; `exports.Y = …` and `module.exports.Y = …` a name (X: that binding, a value: a variable)
+(export_statement value: (identifier) @export.name) @export.default
+(export_statement
+  !source
+  (export_clause (export_specifier name: (identifier) @export.name alias: _? @export.as)))
+  @export.named
+(expression_statement
+  (assignment_expression
+    left: (member_expression object: (identifier) @_module property: (property_identifier) @_exports)
+    right: (_) @export.value)
+  (#eq? @_module "module")
+  (#eq? @_exports "exports")) @export.statement
+(expression_statement
+  (assignment_expression
+    left: (member_expression
+      object: [(identifier) (member_expression)] @_exports
+      property: (property_identifier) @export.as) @export.left
+    right: (_) @export.member)
+  (#match? @_exports "^(module[.])?exports$")) @export.statement
 
 ; const x = require("./x"), const { a, b: c } = require("./x")
 (variable_declarator

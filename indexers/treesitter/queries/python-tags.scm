@@ -15,7 +15,13 @@
 ;                        @receiver.type the receiver's type when the expression says it;
 ;                        @qualifier.before: the qualifier is this node's text before @name.
 ;   @import              an import statement; @import.module (as written), @import.name,
-;                        @import.alias, @import.star (a wildcard).
+;                        @import.alias, @import.star (a wildcard); @import.default (on
+;                        the alias): it binds the module's default export.
+;   @export.default, @export.named, @export.statement
+;                        (JavaScript) a statement exporting the module's own @export.name
+;                        (`export default X`; `export { X as Y }`, Y its @export.as), or
+;                        assigning `module.exports` its @export.value, or `exports.Y`
+;                        (@export.left, Y its @export.as) its @export.member.
 ;   @member.<kind>       a reference whose qualifier is its parent's text before it
 ;                        (`self.client` for `send` in self.client.send): one capture.
 ;   @package             the package/namespace the file declares.
