@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import json
 import os
 import queue
@@ -165,12 +166,13 @@ class Tagger:
         """Done with the workers: one prepared for a run that did not take it, and one whose
         run answered all its files, are kept for a later run (`_Worker.release`); one whose
         run ended (or failed) before reading all its answers is stopped, and so is one
-        started early that no run took (`start_early`)."""
+        started early for this run (`start_early`, in its context) that no run took: not
+        one that another engine's run, in this process, started for itself meanwhile."""
         for lease in (self._ready, self._active):
             if lease is not None:
                 lease.release()
         self._ready = self._active = None
-        stop_early()
+        stop_early(mine=True)
 
     def tags(self, files: Sequence[Job]) -> Iterator[object] | None:
         """Each file's tags in row form, in order, from a worker process (its start overlaps
@@ -411,6 +413,11 @@ class _Worker:
 # A worker started at the start of a command that indexes (`start_early`), before the run
 # that may take it: at most one, until a run takes it or a tagger closes.
 _EARLY: list[_Worker] = []
+# the one started in this context (a command's, an engine's run): its tagger stops that one
+# only, not one another engine's run started meanwhile for itself
+_STARTED_HERE: contextvars.ContextVar[_Worker | None] = contextvars.ContextVar(
+    "memserver_early_worker", default=None
+)
 
 # A worker whose run is done, kept for this process's next run (`_keep`): its start and its
 # tags queries (C++'s 0.13 s of CPU, most of the graph's cost in a C++ project's run) are
@@ -479,7 +486,7 @@ def early_worker(files: Sequence[SourceFile], workers: int) -> Iterator[None]:
     try:
         yield
     finally:
-        stop_early()
+        stop_early(mine=True)
 
 
 def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None) -> None:
@@ -503,12 +510,24 @@ def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None)
     if worker is not None:
         with _POOL:
             _EARLY.append(worker)
+        _STARTED_HERE.set(worker)
 
 
-def stop_early() -> None:
-    """Stop the worker `start_early` started, if no run took it."""
-    for worker in _drain(_EARLY):
-        worker.stop()
+def stop_early(mine: bool = False) -> None:
+    """Stop the worker `start_early` started, if no run took it; `mine`: only if it was
+    started in this context (this command's or this run's: `early_worker`)."""
+    if not mine:
+        for worker in _drain(_EARLY):
+            worker.stop()
+        return
+    own = _STARTED_HERE.get()
+    if own is None:
+        return
+    with _POOL:
+        if own not in _EARLY:  # taken by a run, or stopped
+            return
+        _EARLY.remove(own)
+    own.stop()
 
 
 atexit.register(stop_early)

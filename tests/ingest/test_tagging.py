@@ -5,6 +5,7 @@ imported by it."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import queue
 import signal
@@ -815,6 +816,29 @@ def test_an_early_worker_no_run_takes_is_stopped(
     tagger.expect(sum(_code_size(f) for f in files), ["python"])
     assert tagger.tags(files) is None  # made with the chunks
     assert early.proc.returncode is not None and len(started) == 1
+
+
+def test_a_run_stops_only_the_early_worker_started_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two engines in one process: a run that wants no worker stops the one started early
+    in its own context, not the one another engine's run started for itself meanwhile (that
+    run takes it)."""
+    files = _files(1, LIGHT)
+    started = _watch_workers(monkeypatch)
+    other = contextvars.copy_context()
+    other.run(tagging.start_early, idle)  # the other engine's, before its stores open
+    theirs = started[0]
+    assert theirs is not None
+    tagger = Tagger(ChunkOptions(), workers=1, min_chars=10**9, loadavg=idle, sample=no_sample)
+    tagger.begin()
+    assert tagger.tags(files) is None  # too little code: no worker for this run
+    tagger.close()
+    assert theirs.proc.poll() is None and len(tagging._EARLY) == 1 and tagging._EARLY[0] is theirs
+    tagging.stop_early(mine=True)  # this context started none: nothing to stop
+    assert theirs.proc.poll() is None
+    other.run(tagging.stop_early, True)  # the other run's end
+    assert theirs.proc.returncode is not None and not tagging._EARLY
 
 
 def test_no_early_worker_on_busy_cores(monkeypatch: pytest.MonkeyPatch) -> None:
