@@ -10,9 +10,10 @@ name to a `.py` file of the copy (the files in a shuffled order, round and round
 file gets saves once there are as many saves as files), then `symbol` is asked for it
 every 50 ms until it answers (20 s at most: a miss), then one `recall` and one
 `references` call. Every --every saves the server's VmRSS, RssAnon, RssFile and VmHWM (MB,
-from /proc) are printed as a JSON line; the last line sums up: the misses, the growth per
-save over the whole run, and the slope (least squares, MB a save) over its second half,
-once the caches that fill up to their bounds have mostly filled.
+from /proc), and its child processes' VmRSS summed (ChildRss: a tags worker kept after a
+run that used one), are printed as a JSON line; the last line sums up: the misses, the
+growth per save over the whole run, and the slope (least squares, MB a save) over its
+second half, once the caches that fill up to their bounds have mostly filled.
 """
 
 from __future__ import annotations
@@ -34,10 +35,28 @@ from typing import Any
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
 
 
-def memory(pid: int) -> dict[str, int]:
+def _status(pid: int) -> dict[str, str]:
     lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-    status = dict(line.split(":", 1) for line in lines if ":" in line)
-    return {key: int(status[key].split()[0]) // 1024 for key in FIELDS}
+    return dict(line.split(":", 1) for line in lines if ":" in line)
+
+
+def memory(pid: int) -> dict[str, int]:
+    """The server's memory (MB), and its child processes' VmRSS summed (`ChildRss`: a tags
+    worker kept after a run that used one, see `ingest.tagging`)."""
+    status = _status(pid)
+    out = {key: int(status[key].split()[0]) // 1024 for key in FIELDS}
+    children = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            child = _status(int(entry.name))
+        except OSError:  # gone meanwhile
+            continue
+        if child.get("PPid", "").strip() == str(pid) and "VmRSS" in child:
+            children += int(child["VmRSS"].split()[0])
+    out["ChildRss"] = children // 1024
+    return out
 
 
 def server_pid(root: Path) -> int:
@@ -106,6 +125,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "saves": last["save"], "misses": rows[-1]["misses"],
         "rss_mb": [first["VmRSS"], last["VmRSS"]],
+        "children_rss_mb": [first["ChildRss"], last["ChildRss"]],
         "mb_per_save": round((last["VmRSS"] - first["VmRSS"]) / max(1, last["save"]), 2),
         "late_mb_per_save": None if slope is None else round(slope, 3),
     }  # fmt: skip
