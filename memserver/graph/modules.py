@@ -62,7 +62,7 @@ class Modules:
                 return [(p, "") for p in names if p in files]
             return self._by_keys(module, tags) or self._namespace(module, tags)
         if fam in ("go", "swift"):  # a Go package, a Swift module: a folder of files
-            return self._go_package(module)
+            return self._go_package(module, fam)
         if fam == "rust":
             return self.rust(module, tags)
         spec = module.replace("\\", "/") if fam == "php" else module
@@ -120,13 +120,19 @@ class Modules:
                     out.append((sibling, ""))
         return out
 
-    def _go_package(self, module: str) -> list[Target]:
+    def _go_package(self, module: str, fam: str) -> list[Target]:
+        """The folder an import path names by its last segments; else, in Go, the files at
+        the project's root when they declare the package it ends with: a module's own root
+        package (`github.com/spf13/cobra` from cobra's `doc` folder) has no folder named so."""
         parts = [p for p in module.split("/") if p]
         for start in range(len(parts)):
             folders = self.table.folder_tails.get("/".join(parts[start:]))
             if folders:
                 return [(p, "") for f in folders for p in self.table.folder_paths(f)]
-        return []
+        if fam != "go" or len(parts) < 2:  # a bare path is the standard library's
+            return []
+        root = self.table.packages.get((fam, parts[-1]), [])
+        return [(p, "") for p in root if "/" not in p]
 
     def rust(self, module: str, tags: FileTags) -> list[Target]:
         segments = [s for s in module.replace("::", ".").split(".") if s]

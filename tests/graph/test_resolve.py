@@ -379,3 +379,24 @@ def test_a_chain_after_an_arrow_is_read_as_after_a_dot(language: str, store: str
         found[ref.line] = best
     if language == "php":  # a declared return type continues the chain
         assert found[4][:1] == ["Item.label"]
+
+
+def test_a_go_module_s_root_package_is_found_from_its_subfolders() -> None:
+    """A module's own root package (`github.com/acme/shop` imported from the module's `doc`
+    folder) has no folder named after it: the root's files declaring the package the path
+    ends with are it. A path that ends with no root package's name stays external."""
+    files = {
+        "command.go": (
+            "package shop\n\ntype Command struct{}\n\nfunc (c *Command) Path() string {\n"
+            '    return ""\n}\n'
+        ),
+        "doc/man.go": (
+            'package doc\n\nimport (\n    "github.com/acme/shop"\n'
+            '    "github.com/other/flag"\n)\n\n'
+            "func Gen(cmd *shop.Command) string {\n    flag.Parse()\n    return cmd.Path()\n}\n"
+        ),
+    }
+    tags = tags_of(files, "go")
+    assert _top(tags, "doc/man.go", "Command", 8) == ("command.go", "Command")
+    assert _top(tags, "doc/man.go", "Path", 10) == ("command.go", "Command.Path")
+    assert _top(tags, "doc/man.go", "Parse", 9) is None
