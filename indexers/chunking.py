@@ -31,8 +31,10 @@ from memserver.core.types import ChunkDraft, ChunkOptions, ChunkResult
 MARKDOWN_LANGUAGES = frozenset({"markdown"})
 # Bump when a change to the chunkers changes their output: indexes re-chunk every file.
 # 4: a `.h` header is parsed as C++ first when its lines show C++, and a C parse of one with
-# errors is weighed against its C++ parse (`indexers.languages.choose_parse`).
-CHUNKER_VERSION = 4
+# errors is weighed against its C++ parse (`indexers.languages.choose_parse`). 5: C and C++
+# are parsed with attribute-like macros blanked (`indexers.treesitter.macros`): a class or
+# function after one (`class EXPORT_MACRO Name`, `NOINLINE_MACRO void f()`) is one again.
+CHUNKER_VERSION = 5
 
 
 class FileChunker:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from indexers.text import Lines, Piece
 from indexers.treesitter.definitions import ERROR_SHARE_LIMIT, error_share, find_definitions
+from indexers.treesitter.macros import parsed_source
 from indexers.treesitter.registry import grammar
 from indexers.treesitter.split import Emitter, Scope
 from memserver.core.types import ChunkOptions
@@ -33,7 +34,7 @@ def code_pieces(
     from tree_sitter import Parser
 
     loaded = grammar(language)
-    tree = Parser(loaded.language).parse(source)
+    tree = Parser(loaded.language).parse(parsed_source(language, source))
     root = tree.root_node
     share = error_share(root, lines.blank)
     if share > ERROR_SHARE_LIMIT:

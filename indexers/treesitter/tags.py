@@ -21,6 +21,7 @@ from typing import Any
 
 from indexers.languages import choose_parse
 from indexers.treesitter.definitions import blank_rows, end_line, error_share
+from indexers.treesitter.macros import blanked, parsed_source
 from indexers.treesitter.registry import LANGUAGES, tags_queries
 from indexers.treesitter.registry import language as _language
 from memserver.core.graph import (
@@ -80,7 +81,7 @@ def parse(text: str, language: str, source: bytes | None = None) -> Tree:
 
     if source is None:
         source = text.encode("utf-8", "replace")
-    return Parser(_language(language)).parse(source)
+    return Parser(_language(language)).parse(parsed_source(language, source))
 
 
 def extract_tags(path: str, text: str, language: str, tree: Tree | None = None,
@@ -186,6 +187,7 @@ class _Extractor:
             typed = self._substitute(self._type_text(node), node.start_point[0] + 1, chain, scopes)
             definitions[index] = replace(definitions[index], declared_type=typed)
         references = self._references(spans, scopes)
+        references += self._macro_references(spans)
         imports, import_refs = self._imports(definitions, spans)
         references = sorted([*references, *import_refs], key=_LINE_AND_COLUMN)
         return FileTags(
@@ -535,6 +537,19 @@ class _Extractor:
                 make_reference(path, name, ref.kind, line, column, enclosing, qualifier, typed)
             )
         out += self._bare_references(spans, scopes, skipped, blocked, local_names)
+        return out
+
+    def _macro_references(self, spans: _Spans) -> list[Reference]:
+        """The uses of attribute-like macros the parse did not see (`macros.blanked`)."""
+        out: list[Reference] = []
+        for start, end in blanked(self.language, self.source):
+            row = self.source.count(b"\n", 0, start)
+            line_start = self.source.rfind(b"\n", 0, start) + 1
+            column = len(self.source[line_start:start].decode("utf-8", "replace"))
+            name = self.source[start:end].decode("ascii")
+            innermost = spans.innermost(start)
+            enclosing = innermost.qualified if innermost is not None else ""
+            out.append(make_reference(self.path, name, "other", row + 1, column, enclosing, "", ""))
         return out
 
     def _bare_references(

@@ -55,7 +55,8 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # `$s->first()` and `p->items[0]` alike). 10: a JavaScript or TypeScript module's exports
 # of its own bindings are imports of module "" (`export default X`, `module.exports = X`,
 # `exports.y = x`, `export { x as y }`), a default import binds the module's `default`,
-# `exports.y = <a value>` is a variable, and `module.exports` is no reference.
+# `exports.y = <a value>` is a variable, and `module.exports` is no reference. C and C++
+# are tagged from a parse with attribute-like macros blanked (each a reference still).
 GRAPH_VERSION = 10
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,

@@ -24,6 +24,15 @@
   declarator: (function_declarator
     declarator: [(field_identifier) (destructor_name) (operator_name)] @name))
   @definition.method @declaration
+; …returning a pointer or a reference (`const char* what() const;`, `Shape& get();`)
+(field_declaration
+  type: (_)? @declared.type
+  declarator: [(pointer_declarator
+                 declarator: (function_declarator
+                   declarator: [(field_identifier) (operator_name)] @name))
+               (reference_declarator
+                 (function_declarator declarator: [(field_identifier) (operator_name)] @name))])
+  @definition.method @declaration
 (field_declaration_list
   (declaration
     declarator: (function_declarator declarator: [(identifier) (destructor_name)] @name))
@@ -31,6 +40,11 @@
 (declaration
   type: (_) @declared.type
   declarator: (function_declarator declarator: (identifier) @name)) @definition.function @declaration
+(declaration
+  type: (_) @declared.type
+  declarator: [(pointer_declarator declarator: (function_declarator declarator: (identifier) @name))
+               (reference_declarator (function_declarator declarator: (identifier) @name))])
+  @definition.function @declaration
 (function_definition
   type: (_) @declared.type
   declarator: (function_declarator declarator: (qualified_identifier) @annotated))

@@ -1,0 +1,78 @@
+"""C and C++ parse with attribute-like macros blanked: the class or function after one is
+a unit and a definition again, every byte keeps its place, and a macro that may be a type
+(or is called) is left as written."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexers.chunking import FileChunker
+from indexers.treesitter.macros import blanked, parsed_source
+from indexers.treesitter.tags import extract_tags
+from tests.indexers.test_chunking import UNITS, RegexTokens, first_of
+
+HEADER = """\
+#pragma once
+#define API_EXPORT __attribute__((visibility("default")))
+#define API_NOINLINE __attribute__((noinline)) inline
+
+class API_EXPORT error_already_set : public std::exception {
+ public:
+  const char* what() const noexcept override;
+};
+
+API_NOINLINE detail::type_info *get_type_info(int type) {
+  return lookup(type);
+}
+
+static API_NOINLINE
+void split_line(int x) {
+  record(x);
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "blank"),
+    [
+        (b"class API_EXPORT Widget : public Base {\n", b"API_EXPORT"),
+        (b"struct API_EXPORT Point final {\n", b"API_EXPORT"),
+        (b"  API_NOINLINE void run(int x) {\n", b"API_NOINLINE"),
+        (b"inline API_NOINLINE const std::string& name() {\n", b"API_NOINLINE"),
+        (b"UINT32 count(int x);\n", b""),  # a type: one name after it
+        (b"MY_TYPE_T *make(int);\n", b""),
+        (b"RETURN_IF_ERROR run(x);\n", b""),
+        (b"API_BEGIN_NAMESPACE(detail)\n", b""),  # called
+        (b"int MAX_SIZE = limit(3);\n", b""),
+        (b"class Widget {\n", b""),
+    ],
+)
+def test_what_is_blanked(line: bytes, blank: bytes) -> None:
+    spans = blanked("cpp", line)
+    assert [line[a:b] for a, b in spans] == ([blank] if blank else [])
+    out = parsed_source("cpp", line)
+    assert len(out) == len(line)
+    assert out.replace(b" ", b"") == line.replace(b" ", b"").replace(blank, b"")
+
+
+def test_other_languages_parse_their_text_as_written() -> None:
+    line = b"class API_EXPORT Widget:\n    pass\n"
+    assert parsed_source("python", line) is line and blanked("python", line) == []
+
+
+def test_the_class_and_functions_after_macros_are_units_and_definitions() -> None:
+    chunks = FileChunker(UNITS, RegexTokens()).chunk("api.h", HEADER, "cpp")
+    assert first_of(chunks, "error_already_set").kind == "class"
+    for name, first_line in (("get_type_info", "API_NOINLINE detail::type_info"),
+                             ("split_line", "static API_NOINLINE")):  # fmt: skip
+        unit = first_of(chunks, name)
+        assert unit.kind == "function"
+        assert unit.text.startswith(first_line)  # the file's text: the macro is in it
+    tags = extract_tags("api.h", HEADER, "cpp")
+    defined = {(d.qualified, d.kind) for d in tags.definitions}
+    assert {("error_already_set", "class"), ("error_already_set.what", "method"),
+            ("get_type_info", "function"), ("split_line", "function")} <= defined  # fmt: skip
+    uses = [(r.name, r.line, r.column) for r in tags.references if r.name.startswith("API_")]
+    assert uses == [("API_EXPORT", 5, 6), ("API_NOINLINE", 10, 0), ("API_NOINLINE", 14, 7)]
+    calls = {r.name: r.enclosing for r in tags.references if r.kind == "call"}
+    assert calls == {"lookup": "get_type_info", "record": "split_line"}
