@@ -117,6 +117,9 @@ class GraphIndex:
             self.versions: dict[str, str] = {}  # version -> path
             self.chunks: dict[str, str] = {}  # chunk id -> path
             self.name_files: dict[str, list[str]] = {}  # reference name -> paths using it
+            # what an import binds under a name of its own: the name it imports, or the
+            # stem of a module imported whole (or its default) -> (path, local name)
+            self.aliases: dict[str, list[tuple[str, str]]] = {}
             old: dict[str, FileEntry] = {}
         else:
             old = {p: base.stored[p] for p in changed if p in base.stored}
@@ -124,6 +127,7 @@ class GraphIndex:
             self.versions = dict(base.versions)
             self.chunks = dict(base.chunks)
             self.name_files = dict(base.name_files)
+            self.aliases = dict(base.aliases)
         for entry in old.values():
             self._forget(entry)
         added = [FileEntry(f) for f in files]
@@ -150,6 +154,8 @@ class GraphIndex:
             self.chunks.setdefault(cid, path)
         for name in set(entry.names()):
             self.name_files[name] = [*self.name_files.get(name, ()), path]
+        for key, local in _renamed(s.tags):
+            self.aliases[key] = [*self.aliases.get(key, ()), (path, local)]
 
     def _forget(self, entry: FileEntry) -> None:
         s = entry.stored
@@ -164,6 +170,12 @@ class GraphIndex:
                 self.name_files[name] = kept
             else:
                 self.name_files.pop(name, None)
+        for key in {key for key, _ in _renamed(s.tags)}:
+            bound = [a for a in self.aliases.get(key, ()) if a[0] != path]
+            if bound:
+                self.aliases[key] = bound
+            else:
+                self.aliases.pop(key, None)
 
     # -- definitions ---------------------------------------------------------------------------
 
@@ -264,14 +276,38 @@ class GraphIndex:
         return held
 
     def references_to(self, targets: Sequence[Definition]) -> list[RefAt]:
-        """References that resolve to one of `targets`, in file and line order."""
+        """References that resolve to one of `targets`, in file and line order: uses of
+        their names, and in a file importing one under a name of its own (`import Store as
+        S`, `const read = require("./parse")`, `import Market from "./shop"`), of that name."""
         wanted = set(targets)
+        names = {d.name for d in targets}
+        renamed: dict[str, set[str]] = {}  # local name -> the files binding it so
+        for key in names | {_file_stem(d.path) for d in targets}:
+            for path, local in self.aliases.get(key, ()):
+                if local not in names:
+                    renamed.setdefault(local, set()).add(path)
+        # …and what those files export it as (`exports.parse = read`): a name anywhere
+        bound = {(d.path, d.name) for d in targets}
+        bound |= {(path, local) for local, paths in renamed.items() for path in paths}
+        anywhere = set()
+        for path in {path for path, _ in bound}:
+            tags = self.tags(path)
+            for imp in tags.imports if tags is not None else ():
+                if not imp.module and (path, imp.name) in bound:
+                    exported = imp.alias.removeprefix("exports.")
+                    if exported != imp.alias and exported not in names:
+                        anywhere.add(exported)
+        for exported in anywhere:
+            renamed[exported] = set()  # empty: in any file
         found = [
-            at
-            for name in sorted({d.name for d in targets})
-            for at in self.refs_named(name)
+            at for name in sorted(names) for at in self.refs_named(name)
             if wanted.intersection(self.targets(at.ref))
-        ]
+        ]  # fmt: skip
+        found += [
+            at for local in sorted(renamed) for at in self.refs_named(local)
+            if (not renamed[local] or at.ref.path in renamed[local])
+            and wanted.intersection(self.targets(at.ref))
+        ]  # fmt: skip
         return sorted(found, key=lambda a: (a.ref.path, a.ref.line, a.ref.column))
 
     def uncertain(self, targets: Sequence[Definition]) -> int:
@@ -279,6 +315,35 @@ class GraphIndex:
         of unknown type, a name several definitions share): uses the graph cannot tie."""
         names = {d.name for d in targets}
         return sum(1 for name in names for at in self.refs_named(name) if not self.targets(at.ref))
+
+
+def _file_stem(path: str) -> str:
+    """A file's name without its extensions: `lib/parse.js` -> parse."""
+    return path.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
+def _module_stem(module: str) -> str:
+    """A module's last segment: `./lib/parse` -> parse, `../x/y.js` -> y, `pkg.mod` -> mod."""
+    spec = module.replace("\\", "/").rstrip("/")
+    if "/" in spec:
+        return spec.rsplit("/", 1)[-1].split(".", 1)[0]
+    return spec.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+
+
+def _renamed(tags: FileTags) -> Iterator[tuple[str, str]]:
+    """(what is imported, the local name) of each import binding a name of its own: the
+    name it imports (`from m import Store as S`: Store), or for a module imported whole or
+    its default export (`const read = require("./parse")`, `import Market from "./shop"`,
+    `import pkg.mod as m`), the module's last segment."""
+    for imp in tags.imports:
+        if not imp.alias or imp.star or not imp.module:
+            continue
+        if imp.name and imp.name != "default":
+            yield imp.name.rsplit(".", 1)[-1], imp.alias
+        else:
+            stem = _module_stem(imp.module)
+            if stem:
+                yield stem, imp.alias
 
 
 def _one_a_file(current: Iterable[tuple[str, str]], manifest: dict[str, FileRecord]

@@ -85,6 +85,49 @@ def test_symbol_names_the_module_before_its_stub_whichever_was_stored_first(tmp_
         assert {f.path for f in nav.symbols("check")} == {f"pkg/{first}.py", f"pkg/{first}.pyi"}
 
 
+def test_references_and_callers_follow_a_definition_under_names_of_its_own(tmp_path: Path
+                                                                            ) -> None:  # fmt: skip
+    """A definition imported under another name (`from … import x as y`, a module required
+    or default-imported whole, its re-export `exports.read = read`) is used under that name:
+    `references` and the callers of `neighbors` find those uses, only where the name is
+    bound so (a homonym elsewhere is not one)."""
+    files = {
+        "shop/pricing.py": "def total(items):\n    return sum(items)\n",
+        "shop/use.py": (
+            "from shop.pricing import total as grand_total\n\n\n"
+            "def checkout(items):\n    return grand_total(items)\n"
+        ),
+        "shop/other.py": (
+            "def grand_total():\n    return 0\n\n\ndef audit():\n    return grand_total()\n"
+        ),
+        "lib/parse.js": "module.exports = function parseItem(text) {\n  return text.trim();\n};\n",
+        "lib/util.js": 'const read = require("./parse");\n\nexports.read = read;\n',
+        "app.js": (
+            'const reader = require("./lib/parse");\nconst util = require("./lib/util");\n\n'
+            "function run(text) {\n  return reader(text) + util.read(text);\n}\n\n"
+            "function other(read) {\n  return read(1);\n}\n"
+        ),
+        "web/shop.ts": "export default class Shop {\n  sell(): number {\n    return 1;\n  }\n}\n",
+        "web/market.ts": (
+            'import Market from "./shop";\n\n'
+            "export function open(): number {\n  return new Market().sell();\n}\n"
+        ),
+    }
+    nav = _indexed(tmp_path, files)[1].navigator()
+    uses = {(r.path, r.line, r.qualifier) for r in nav.references_of("shop.pricing.total")[1]}
+    assert uses == {("shop/use.py", 5, ""), ("shop/use.py", 1, "shop.pricing")}
+    _, callers = nav.neighbours_of("shop.pricing.total")
+    assert [(n.item.symbol, n.direction) for n in callers] == [("checkout", "caller")]
+    parse = nav.references_of("lib/parse.js:module.exports")[1]
+    assert {(r.path, r.line, r.kind, r.qualifier) for r in parse} == {
+        ("app.js", 5, "call", ""),
+        ("app.js", 5, "call", "util"),
+        ("lib/util.js", 3, "other", ""),
+    }  # not `read(1)` in `other`: a parameter of that name
+    shop = nav.references_of("Shop")[1]
+    assert {(r.path, r.line) for r in shop} == {("web/market.ts", 1), ("web/market.ts", 4)}
+
+
 def test_neighbours_cut_to_a_budget_keep_callers_and_callees(tmp_path: Path) -> None:
     """Callers alternate with callees, so the smallest answer that names two neighbours
     names one of each, whatever the order the graph lists them in."""
