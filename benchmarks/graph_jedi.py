@@ -502,6 +502,12 @@ def _refs_at(project: Project, where: tuple[str, int], name: str) -> list[Refere
 
 def _classify_extra(project: Project, jedi_: Jedi, d: Definition, where: tuple[str, int]) -> str:
     refs = _refs_at(project, where, d.name)
+    if not refs:  # a use under a name of its own (`from m import f as g`; g())
+        tags = project.tags.get(where[0])
+        refs = [
+            r for r in (tags.references if tags is not None else ())
+            if r.line == where[1] and any(c == d for c, _ in project.resolved.get(r, ())[:1])
+        ]  # fmt: skip
     if not refs:
         return "other"
     ref = refs[0]
