@@ -181,12 +181,16 @@ class _Resolver:
         """A definition nested in an enclosing definition (innermost first). Python methods
         do not see their class's names."""
         python = family(tags.language) == "python"
+        # JavaScript: `exports.x`, `Model.prototype.save` name no scope (`exports` is none)
+        scoped_only = rules(tags.language).module_value
         prefix = ref.enclosing
         innermost = True
         while prefix:
             owner = self.table.defined_in(tags.path, prefix)
             in_class = bool(owner) and owner[0].kind in CLASS_KINDS
-            if not (python and in_class and not innermost):
+            if scoped_only and owner and _names_itself(owner[0], name):
+                return owner  # `exports.deepEqual = function deepEqual() {… deepEqual(…) …}`
+            if (owner or not scoped_only) and not (python and in_class and not innermost):
                 found = self.table.defined_in(tags.path, f"{prefix}.{name}")
                 if python and in_class:  # a class body runs top to bottom
                     found = [d for d in found if d.start_line < ref.line]
@@ -830,6 +834,14 @@ def _bound_name(imp: Import, fam: str) -> str:
     if fam == "python":
         return imp.module
     return _last(imp.module.replace("::", ".").replace("/", ".").replace("\\", "."))
+
+
+def _names_itself(d: Definition, name: str) -> bool:
+    """Whether a JavaScript function expression is named `name` (`exports.x = function
+    x() {…}`): inside it the name is the function, whatever it is assigned to."""
+    if d.kind != "function" or d.name != name:
+        return False
+    return re.search(rf"\bfunction\s*\*?\s*{re.escape(name)}\s*\(", d.signature) is not None
 
 
 def _within(enclosing: str, scope: str) -> bool:
