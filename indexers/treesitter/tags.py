@@ -154,6 +154,8 @@ class _Extractor:
         self.default_imports: set[int] = set()  # their bound names' starts (`import X from`)
         # what the module exports of its own (statement, the name, as what: `_exports`)
         self.exported: list[tuple[Node, Node, str]] = []
+        # …and of another module, required (statement, the `require(…)` call, as what)
+        self.required: list[tuple[Node, Node, str]] = []
         # (name, its type, what it iterates over): bindings inside functions
         self.locals: list[tuple[Node, Node | None, Node | None]] = []
         self.constructor_params: list[Node] = []  # names local to a class's own body
@@ -262,6 +264,8 @@ class _Extractor:
                 value = right
             if value.type == "identifier":
                 self.exported.append((statement, value, "module.exports"))
+            elif _required(value, self._text) is not None:  # `module.exports = require("./y")`
+                self.required.append((statement, value, "module.exports"))
             elif value.type == "object":  # `{ X, Y: X }`
                 for item in value.named_children:
                     if item.type == "shorthand_property_identifier":
@@ -276,6 +280,8 @@ class _Extractor:
         elif member is not None and named is not None:  # `exports.Y = …`
             if member.type == "identifier":
                 self.exported.append((statement, member, self._exports(named)))
+            elif _required(member, self._text) is not None:  # `exports.Y = require("./y")`
+                self.required.append((statement, member, self._exports(named)))
             elif (
                 member.type in _EXPORTED_VALUES
                 and statement.parent is not None
@@ -826,6 +832,13 @@ class _Extractor:
             enclosing = chain[0].qualified if chain else ""
             line = name.start_point[0] + 1
             imports.append(Import(self.path, "", self._text(name), binding, line, False, enclosing))
+        for statement, call, binding in self.required:  # a module required whole, as `binding`
+            chain = spans.chain(statement.start_byte)
+            enclosing = chain[0].qualified if chain else ""
+            module = _required(call, self._text) or ""
+            imports.append(
+                Import(self.path, module, "", binding, call.start_point[0] + 1, False, enclosing)
+            )
         return tuple(sorted(imports, key=lambda i: i.line)), refs
 
     def _module_reference(self, module: Node, text: str, enclosing: str) -> list[Reference]:
@@ -1004,6 +1017,22 @@ def _uses(closure: Node, names: list[str]) -> list[Node]:
         elif node.is_named and node.text in wanted:
             found.append(node)
     return found
+
+
+def _required(node: Node, text: Callable[[Node], str]) -> str | None:
+    """The module `require("./y")` names (as written), None for any other expression."""
+    if node.type != "call_expression":
+        return None
+    function, arguments = (
+        node.child_by_field_name("function"),
+        node.child_by_field_name("arguments"),
+    )
+    if function is None or arguments is None or text(function) != "require":
+        return None
+    first = arguments.named_children[:1]
+    if not first or first[0].type != "string":
+        return None
+    return text(first[0])[1:-1] or None
 
 
 def _first_of(captures: dict[str, list[Node]]) -> Callable[[str], Node | None]:

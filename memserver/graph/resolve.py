@@ -64,6 +64,7 @@ _MAX_DEPTH = 6
 _CLOSED_SCOPE = frozenset({"python", "ecmascript", "go", "rust", "jvm", "csharp", "zig", "elixir"})
 _LITERAL = re.compile(r"""^(?:["'`\[{(]|\d|[rbfu]+["'])""")
 _GO_RECEIVER = re.compile(r"^func\s*\(\s*(\w+)")
+_EXPORTED = ("exports.", "module.exports")  # a CommonJS module's own exports (`_own`)
 _REQUIRED = re.compile(r"""^require\(\s*["'`]([^"'`]+)["'`]\s*\)$""")  # require("./x").name
 
 
@@ -761,8 +762,8 @@ class _Resolver:
             return held
         found: list[Definition] = []
         for imp in self._imports_for(tags, name, ""):
-            if imp.name:
-                found += self._imported(imp, tags, [], depth)
+            if imp.name or (imp.alias == name and name.startswith(_EXPORTED)):
+                found += self._imported(imp, tags, [], depth)  # `exports.Y = require("./y")`
         if not found:
             for imp in tags.imports:
                 if imp.star and not imp.enclosing:
