@@ -53,6 +53,9 @@ class Rules:
     # a module bound whole is the value it exports, named as it binds it (CommonJS: `const
     # Router = require("./router")` for `module.exports = Router`)
     module_value: bool = False
+    # definitions named by an assignment's target (`exports.x = …`, `Model.prototype.save =
+    # …`): the names before theirs are no scopes a bare name is looked up in
+    assigned_names: bool = False
 
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
@@ -61,7 +64,8 @@ RULES: dict[str, Rules] = {
                     extensions=(".py", ".pyi"), index_files=("__init__",)),
     "ecmascript": Rules(frozenset({"this"}), frozenset({"super"}), separator="/",
                         extensions=_JS_EXTENSIONS, index_files=("index",),
-                        export_prefixes=("exports", "module.exports"), module_value=True),
+                        export_prefixes=("exports", "module.exports"), module_value=True,
+                        assigned_names=True),
     "go": Rules(package_scope=True, separator="/"),
     "rust": Rules(frozenset({"self", "Self"}), extensions=(".rs",), index_files=("mod", "lib")),
     "jvm": Rules(frozenset({"this"}), frozenset({"super"}), implicit_self=True,
@@ -90,6 +94,18 @@ def family(language: str) -> str:
 
 def rules(language: str) -> Rules:
     return RULES.get(family(language), _DEFAULT)
+
+
+def exported_as(binding: str, language: str) -> str | None:
+    """The name a module exports under one of its own bindings (`exports.parse`, and
+    `module.exports.parse`: parse), "" for the module's whole value (`module.exports`), None
+    for any other binding or a language without such exports (`Rules.export_prefixes`)."""
+    for prefix in rules(language).export_prefixes:
+        if binding == prefix:
+            return ""
+        if binding.startswith(prefix) and binding[len(prefix) : len(prefix) + 1] == ".":
+            return binding[len(prefix) + 1 :]
+    return None
 
 
 def module_keys(path: str, language: str) -> list[str]:
@@ -163,6 +179,7 @@ __all__ = [
     "FAMILY",
     "RULES",
     "Rules",
+    "exported_as",
     "family",
     "module_keys",
     "python_relative",

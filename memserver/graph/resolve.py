@@ -36,6 +36,7 @@ from memserver.core.graph import (
     only_declares,
 )
 from memserver.graph.languages import (
+    exported_as,
     family,
     rules,
 )
@@ -64,7 +65,6 @@ _MAX_DEPTH = 6
 _CLOSED_SCOPE = frozenset({"python", "ecmascript", "go", "rust", "jvm", "csharp", "zig", "elixir"})
 _LITERAL = re.compile(r"""^(?:["'`\[{(]|\d|[rbfu]+["'])""")
 _GO_RECEIVER = re.compile(r"^func\s*\(\s*(\w+)")
-_EXPORTED = ("exports.", "module.exports")  # a CommonJS module's own exports (`_own`)
 _REQUIRED = re.compile(r"""^require\(\s*["'`]([^"'`]+)["'`]\s*\)$""")  # require("./x").name
 
 
@@ -182,8 +182,7 @@ class _Resolver:
         """A definition nested in an enclosing definition (innermost first). Python methods
         do not see their class's names."""
         python = family(tags.language) == "python"
-        # JavaScript: `exports.x`, `Model.prototype.save` name no scope (`exports` is none)
-        scoped_only = rules(tags.language).module_value
+        scoped_only = rules(tags.language).assigned_names  # only definitions are scopes
         prefix = ref.enclosing
         innermost = True
         while prefix:
@@ -211,8 +210,8 @@ class _Resolver:
         path = tags.path
         if _LITERAL.match(qualifier):
             return []
-        if r.module_value and qualifier == "module" and ref.name == "exports":
-            return []  # CommonJS's, no definition here (nor any file's `module.exports = …`)
+        if exported_as(f"{qualifier}.{ref.name}", tags.language) == "":
+            return []  # `module.exports`: no definition here (nor any file's `module.exports = …`)
         required = _REQUIRED.match(qualifier) if r.module_value else None
         if required is not None:  # what the module required there exports
             imp = Import(path, required.group(1), line=ref.line, enclosing=ref.enclosing)
@@ -706,11 +705,11 @@ class _Resolver:
         found: list[Definition] = []
         for path, prefix in targets:
             here = self.table.defined_in(path, f"{prefix}.{first}" if prefix else first)
-            if not here and not prefix:
+            if not here and not prefix:  # `exports.x = function…`, `exports.x = x`
                 for exported in rules(language).export_prefixes:
                     here = here or self.table.defined_in(path, f"{exported}.{first}")
-            if not here and not prefix and rules(language).module_value:
-                here = self._reexported(path, f"exports.{first}", depth + 1)  # `exports.x = x`
+                for exported in rules(language).export_prefixes:
+                    here = here or self._reexported(path, f"{exported}.{first}", depth + 1)
             if not here and not prefix:
                 here = self._reexported(path, first, depth + 1)
             if not here and not prefix and first == "default" and rules(language).module_value:
@@ -762,7 +761,7 @@ class _Resolver:
             return held
         found: list[Definition] = []
         for imp in self._imports_for(tags, name, ""):
-            if imp.name or (imp.alias == name and name.startswith(_EXPORTED)):
+            if imp.name or exported_as(name, tags.language) is not None:
                 found += self._imported(imp, tags, [], depth)  # `exports.Y = require("./y")`
         if not found:
             for imp in tags.imports:

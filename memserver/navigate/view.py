@@ -25,6 +25,7 @@ from typing import Any
 from memserver.core.graph import Definition, FileTags, Reference, StoredFile, file_version
 from memserver.core.types import FileRecord
 from memserver.graph import MIN_CONFIDENCE, SymbolTable, resolve
+from memserver.graph.languages import exported_as
 from memserver.store.index import IndexStore
 
 __all__ = ["FileEntry", "GraphIndex", "GraphView", "RefAt"]
@@ -289,13 +290,15 @@ class GraphIndex:
         # …and what those files export it as (`exports.parse = read`): a name anywhere
         bound = {(d.path, d.name) for d in targets}
         bound |= {(path, local) for local, paths in renamed.items() for path in paths}
-        anywhere = set()
+        anywhere: set[str] = set()
         for path in {path for path, _ in bound}:
             tags = self.tags(path)
-            for imp in tags.imports if tags is not None else ():
+            if tags is None:
+                continue
+            for imp in tags.imports:
                 if not imp.module and (path, imp.name) in bound:
-                    exported = imp.alias.removeprefix("exports.")
-                    if exported != imp.alias and exported not in names:
+                    exported = exported_as(imp.alias, tags.language)
+                    if exported and exported not in names:
                         anywhere.add(exported)
         for exported in anywhere:
             renamed[exported] = set()  # empty: in any file
@@ -326,7 +329,7 @@ def _module_stem(module: str) -> str:
     """A module's last segment: `./lib/parse` -> parse, `../x/y.js` -> y, `pkg.mod` -> mod."""
     spec = module.replace("\\", "/").rstrip("/")
     if "/" in spec:
-        return spec.rsplit("/", 1)[-1].split(".", 1)[0]
+        return _file_stem(spec)
     return spec.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
 
 
