@@ -32,6 +32,7 @@ from memserver.core.graph import (
     Reference,
     dotted,
     make_reference,
+    module_stem,
 )
 
 Node = Any  # tree_sitter.Node
@@ -67,6 +68,8 @@ _EXPORTED_VALUES = frozenset(
      "template_string", "member_expression", "binary_expression", "ternary_expression", "true",
      "false", "null", "regex"}
 )  # fmt: skip
+# values that name themselves (`function build() {…}`, `class Store {…}`)
+_NAMED_VALUES = frozenset({"function_expression", "generator_function", "class"})
 _SPACE = re.compile(r"\s")
 # what ends the text before a member's name (`->*` and `.*`: C++'s pointers to members)
 _MEMBER_END = re.compile(r"(?:->\*?|\.\*|[\s.:?\\])+\Z")
@@ -264,6 +267,10 @@ class _Extractor:
                 value = right
             if value.type == "identifier":
                 self.exported.append((statement, value, "module.exports"))
+            elif value.type in _NAMED_VALUES and value.child_by_field_name("name") is not None:
+                # `module.exports = function build() {…}`, `= class Store {…}`: that binding
+                name = value.child_by_field_name("name")
+                self.exported.append((statement, name, "module.exports"))
             elif _required(value, self._text) is not None:  # `module.exports = require("./y")`
                 self.required.append((statement, value, "module.exports"))
             elif value.type == "object":  # `{ X, Y: X }`
@@ -828,24 +835,37 @@ class _Extractor:
                     )
                 )  # fmt: skip
         for statement, name, binding in self.exported:  # of this module: module ""
-            chain = spans.chain(statement.start_byte)
-            enclosing = chain[0].qualified if chain else ""
+            enclosing = self._around(statement, spans)
             line = name.start_point[0] + 1
             imports.append(Import(self.path, "", self._text(name), binding, line, False, enclosing))
         for statement, call, binding in self.required:  # a module required whole, as `binding`
-            chain = spans.chain(statement.start_byte)
-            enclosing = chain[0].qualified if chain else ""
+            enclosing = self._around(statement, spans)
             module = _required(call, self._text) or ""
             imports.append(
                 Import(self.path, module, "", binding, call.start_point[0] + 1, False, enclosing)
             )
         return tuple(sorted(imports, key=lambda i: i.line)), refs
 
+    def _around(self, statement: Node, spans: _Spans) -> str:
+        """The definition a statement sits in, not one it is itself (`module.exports =
+        function build() {…}` defines `build` and sits at the top level)."""
+        first = statement.start_point[0] + 1
+        lines = (first, max(first, end_line(statement)))
+        chain: list[Definition] = spans.chain(statement.start_byte)
+        for definition in chain:
+            if (definition.start_line, definition.end_line) != lines:
+                return definition.qualified
+        return ""
+
     def _module_reference(self, module: Node, text: str, enclosing: str) -> list[Reference]:
         """An import of a whole module is a reference to it (a definition in Elixir, C#,
         Ruby…; in Python or Go nothing resolves it)."""
-        cleaned = _clean(text).replace("/", ".")
-        qualifier, _, name = cleaned.rpartition(".")
+        cleaned = _clean(text)
+        if "/" in cleaned:  # a path names its file: `./lib/parse.js` is parse
+            head = cleaned.rstrip("/").rpartition("/")[0]
+            qualifier, name = head.replace("/", "."), module_stem(cleaned)
+        else:
+            qualifier, _, name = cleaned.rpartition(".")
         written = self._text(module)
         offset = written.rfind(name) if name else -1
         if not name.isidentifier() or offset < 0:

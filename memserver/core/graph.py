@@ -57,7 +57,10 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # `exports.y = x`, `export { x as y }`), a default import binds the module's `default`,
 # `exports.y = <a value>` is a variable, and `module.exports` is no reference. C and C++
 # are tagged from a parse with attribute-like macros blanked (each a reference still).
-GRAPH_VERSION = 10
+# 11: `module.exports = function build() {…}` (or `= class Store {…}`) defines `build`, the
+# module's value, no longer a function named `module.exports`; a module required by its path
+# is an import reference by its file's name (`require("../x/y.js")`: y, not js).
+GRAPH_VERSION = 11
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,
 # C and PHP `p->q`, PHP `A\\B`)
@@ -70,6 +73,20 @@ def dotted(qualifier: str) -> str:
     for separator in _QUALIFIER_SEPARATORS:
         text = text.replace(separator, ".")
     return text
+
+
+def file_stem(path: str) -> str:
+    """A file's name without its extensions: `lib/parse.js` -> parse."""
+    return path.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
+def module_stem(module: str) -> str:
+    """A module's last segment, the name an import of it whole is a reference by:
+    `./lib/parse` -> parse, `../x/y.js` -> y, `pkg.mod` -> mod, `crate::a` -> a."""
+    spec = module.replace("\\", "/").rstrip("/")
+    if "/" in spec:
+        return file_stem(spec)
+    return dotted(spec).rsplit(".", 1)[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,8 +283,10 @@ __all__ = [
     "Reference",
     "StoredFile",
     "dotted",
+    "file_stem",
     "file_version",
     "make_definition",
     "make_reference",
+    "module_stem",
     "only_declares",
 ]

@@ -33,6 +33,7 @@ from memserver.core.graph import (
     Import,
     Reference,
     dotted,
+    module_stem,
     only_declares,
 )
 from memserver.graph.languages import (
@@ -125,7 +126,8 @@ class _Resolver:
     def _import_reference(self, ref: Reference, tags: FileTags) -> list[Candidate]:
         imports = [
             i for i in tags.imports
-            if i.line == ref.line and (_last(i.name or dotted(i.module)) == ref.name
+            if i.line == ref.line and ((_last(i.name) if i.name else module_stem(i.module))
+                                       == ref.name
                                        or (i.name == "default" and i.alias == ref.name))
         ]  # fmt: skip
         found: list[Definition] = []
@@ -772,8 +774,11 @@ class _Resolver:
         return found
 
     def _external(self, imports: list[Import], tags: FileTags) -> bool:
-        """Do these imports name modules outside the project?"""
-        return bool(imports) and all(not self.modules.targets(i.module, tags) for i in imports)
+        """Do these imports name modules outside the project? (A module's export of its own
+        binding, module "", names this one.)"""
+        return bool(imports) and all(
+            i.module and not self.modules.targets(i.module, tags) for i in imports
+        )
 
     # --- scope helpers -------------------------------------------------------------------------
 

@@ -22,7 +22,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memserver.core.graph import Definition, FileTags, Reference, StoredFile, file_version
+from memserver.core.graph import (
+    Definition,
+    FileTags,
+    Reference,
+    StoredFile,
+    file_stem,
+    file_version,
+    module_stem,
+)  # fmt: skip
 from memserver.core.types import FileRecord
 from memserver.graph import MIN_CONFIDENCE, SymbolTable, resolve
 from memserver.graph.languages import exported_as
@@ -283,10 +291,12 @@ class GraphIndex:
         wanted = set(targets)
         names = {d.name for d in targets}
         renamed: dict[str, set[str]] = {}  # local name -> the files binding it so
-        for key in names | {_file_stem(d.path) for d in targets}:
+        for key in names | {file_stem(d.path) for d in targets}:
             for path, local in self.aliases.get(key, ()):
                 if local not in names:
                     renamed.setdefault(local, set()).add(path)
+                if key not in names:  # the import itself, named by its module's last segment
+                    renamed.setdefault(key, set()).add(path)
         # …and what those files export it as (`exports.parse = read`): a name anywhere
         bound = {(d.path, d.name) for d in targets}
         bound |= {(path, local) for local, paths in renamed.items() for path in paths}
@@ -320,19 +330,6 @@ class GraphIndex:
         return sum(1 for name in names for at in self.refs_named(name) if not self.targets(at.ref))
 
 
-def _file_stem(path: str) -> str:
-    """A file's name without its extensions: `lib/parse.js` -> parse."""
-    return path.rsplit("/", 1)[-1].split(".", 1)[0]
-
-
-def _module_stem(module: str) -> str:
-    """A module's last segment: `./lib/parse` -> parse, `../x/y.js` -> y, `pkg.mod` -> mod."""
-    spec = module.replace("\\", "/").rstrip("/")
-    if "/" in spec:
-        return _file_stem(spec)
-    return spec.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
-
-
 def _renamed(tags: FileTags) -> Iterator[tuple[str, str]]:
     """(what is imported, the local name) of each import binding a name of its own: the
     name it imports (`from m import Store as S`: Store), or for a module imported whole or
@@ -344,7 +341,7 @@ def _renamed(tags: FileTags) -> Iterator[tuple[str, str]]:
         if imp.name and imp.name != "default":
             yield imp.name.rsplit(".", 1)[-1], imp.alias
         else:
-            stem = _module_stem(imp.module)
+            stem = module_stem(imp.module)
             if stem:
                 yield stem, imp.alias
 

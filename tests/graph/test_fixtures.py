@@ -166,7 +166,7 @@ DEFINITIONS: dict[str, set[str]] = {
         "lib/model.js:Model.prototype.build:function",
         "lib/model.js:Model:function",
         "lib/model.js:exports.count:function",
-        "lib/parse.js:module.exports:function",
+        "lib/parse.js:parseItem:function",
         "lib/router.js:Router.add:method",
         "lib/router.js:Router.constructor:method",
         "lib/router.js:Router.dispatch:method",

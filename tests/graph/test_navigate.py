@@ -118,11 +118,13 @@ def test_references_and_callers_follow_a_definition_under_names_of_its_own(tmp_p
     assert uses == {("shop/use.py", 5, ""), ("shop/use.py", 1, "shop.pricing")}
     _, callers = nav.neighbours_of("shop.pricing.total")
     assert [(n.item.symbol, n.direction) for n in callers] == [("checkout", "caller")]
-    parse = nav.references_of("lib/parse.js:module.exports")[1]
-    assert {(r.path, r.line, r.kind, r.qualifier) for r in parse} == {
-        ("app.js", 5, "call", ""),
-        ("app.js", 5, "call", "util"),
-        ("lib/util.js", 3, "other", ""),
+    parse = nav.references_of("lib/parse.js:parseItem")[1]
+    assert {(r.path, r.line, r.kind, r.name) for r in parse} == {
+        ("app.js", 1, "import", "parse"),  # required by its file's name
+        ("app.js", 5, "call", "reader"),
+        ("app.js", 5, "call", "read"),  # util.read
+        ("lib/util.js", 1, "import", "parse"),
+        ("lib/util.js", 3, "other", "read"),
     }  # not `read(1)` in `other`: a parameter of that name
     shop = nav.references_of("Shop")[1]
     assert {(r.path, r.line) for r in shop} == {("web/market.ts", 1), ("web/market.ts", 4)}

@@ -537,8 +537,8 @@ def test_public_surface() -> None:
     assert indexers.treesitter.tags.__all__ == ["extract_tags", "parse"]
     assert set(memserver.core.graph.__all__) == {
         "CLASS_KINDS", "DEFINITION_KINDS", "GRAPH_VERSION", "REFERENCE_KINDS", "Definition",
-        "FileTags", "Import", "RefColumns", "Reference", "StoredFile", "dotted", "file_version",
-        "make_definition", "make_reference", "only_declares",
+        "FileTags", "Import", "RefColumns", "Reference", "StoredFile", "dotted", "file_stem",
+        "file_version", "make_definition", "make_reference", "module_stem", "only_declares",
     }  # fmt: skip
 
 

@@ -23,7 +23,20 @@
 (expression_statement
   (assignment_expression
     left: (member_expression) @name
-    right: [(arrow_function) (function_expression) (generator_function)])) @definition.function
+    right: [(arrow_function) (function_expression !name) (generator_function !name)]))
+  @definition.function
+(expression_statement
+  (assignment_expression
+    left: (member_expression) @name
+    right: [(function_expression name: (_)) (generator_function name: (_))])
+  (#not-eq? @name "module.exports")) @definition.function
+; module.exports = function build() {…}: the module's value is the function `build`
+(expression_statement
+  (assignment_expression
+    left: (member_expression) @_module
+    right: [(function_expression name: (identifier) @name)
+            (generator_function name: (identifier) @name)])
+  (#eq? @_module "module.exports")) @definition.function
 
 ; { save() {…}, load: function () {…} }
 (pair
