@@ -34,7 +34,9 @@ MARKDOWN_LANGUAGES = frozenset({"markdown"})
 # errors is weighed against its C++ parse (`indexers.languages.choose_parse`). 5: C and C++
 # are parsed with attribute-like macros blanked (`indexers.treesitter.macros`): a class or
 # function after one (`class EXPORT_MACRO Name`, `NOINLINE_MACRO void f()`) is one again.
-CHUNKER_VERSION = 5
+# 6: C++ namespace macros are parsed as the namespaces they open and close
+# (`PYBIND11_NAMESPACE_BEGIN(detail)`): what follows one is no longer lost to errors.
+CHUNKER_VERSION = 6
 
 
 class FileChunker:

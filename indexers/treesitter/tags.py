@@ -21,7 +21,7 @@ from typing import Any
 
 from indexers.languages import choose_parse
 from indexers.treesitter.definitions import blank_rows, end_line, error_share
-from indexers.treesitter.macros import blanked, parsed_source
+from indexers.treesitter.macros import macro_uses, parsed_source
 from indexers.treesitter.registry import LANGUAGES, tags_queries
 from indexers.treesitter.registry import language as _language
 from memserver.core.graph import (
@@ -553,9 +553,9 @@ class _Extractor:
         return out
 
     def _macro_references(self, spans: _Spans) -> list[Reference]:
-        """The uses of attribute-like macros the parse did not see (`macros.blanked`)."""
+        """The uses of macros the parse did not see (`macros.macro_uses`)."""
         out: list[Reference] = []
-        for start, end in blanked(self.language, self.source):
+        for start, end in macro_uses(self.language, self.source):
             row = self.source.count(b"\n", 0, start)
             line_start = self.source.rfind(b"\n", 0, start) + 1
             column = len(self.source[line_start:start].decode("utf-8", "replace"))

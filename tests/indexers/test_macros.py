@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from indexers.chunking import FileChunker
-from indexers.treesitter.macros import blanked, parsed_source
+from indexers.treesitter.macros import blanked, macro_uses, namespaces, parsed_source
 from indexers.treesitter.tags import extract_tags
 from tests.indexers.test_chunking import UNITS, RegexTokens, first_of
 
@@ -42,7 +42,7 @@ void split_line(int x) {
         (b"UINT32 count(int x);\n", b""),  # a type: one name after it
         (b"MY_TYPE_T *make(int);\n", b""),
         (b"RETURN_IF_ERROR run(x);\n", b""),
-        (b"API_BEGIN_NAMESPACE(detail)\n", b""),  # called
+        (b"API_REGISTER(detail)\n", b""),  # called
         (b"int MAX_SIZE = limit(3);\n", b""),
         (b"class Widget {\n", b""),
     ],
@@ -76,3 +76,50 @@ def test_the_class_and_functions_after_macros_are_units_and_definitions() -> Non
     assert uses == [("API_EXPORT", 5, 6), ("API_NOINLINE", 10, 0), ("API_NOINLINE", 14, 7)]
     calls = {r.name: r.enclosing for r in tags.references if r.kind == "call"}
     assert calls == {"lookup": "get_type_info", "record": "split_line"}
+
+
+NAMESPACED = b"""\
+#define API_NAMESPACE api
+API_NAMESPACE_BEGIN(API_NAMESPACE)
+API_NAMESPACE_BEGIN(detail) // implementation
+int half(int x) { return x / 2; }
+API_NAMESPACE_END(detail)
+int quarter(int x) { return detail::half(detail::half(x)); }
+API_NAMESPACE_END(API_NAMESPACE)
+"""
+
+
+def test_namespace_macros_open_and_close_their_namespaces() -> None:
+    """`API_NAMESPACE_BEGIN(detail)` is parsed as `namespace detail {`, its name where the
+    file has it; one whose name is a macro (only the preprocessor knows it) is blanked with
+    its end; each macro is a use of it still."""
+    out = parsed_source("cpp", NAMESPACED)
+    assert len(out) == len(NAMESPACED)
+    lines = out.decode().split("\n")
+    assert lines[1].strip() == "" and lines[6].strip() == ""
+    assert lines[2].replace(" ", "") == "namespacedetail{//implementation"
+    assert lines[2].index("detail") == NAMESPACED.decode().split("\n")[2].index("detail")
+    assert lines[4].strip() == "}"
+    tags = extract_tags("api.h", NAMESPACED.decode(), "cpp")
+    defined = {(d.qualified, d.kind) for d in tags.definitions}
+    assert {("detail", "module"), ("detail.half", "function"), ("quarter", "function")} <= defined
+    uses = [(r.name, r.line) for r in tags.references if r.name.startswith("API_NAMESPACE_")]
+    assert uses == [("API_NAMESPACE_BEGIN", 2), ("API_NAMESPACE_BEGIN", 3),
+                    ("API_NAMESPACE_END", 5), ("API_NAMESPACE_END", 7)]  # fmt: skip
+    named = [NAMESPACED[a:b] for a, b in macro_uses("cpp", NAMESPACED)]
+    assert named == [b"API_NAMESPACE_BEGIN"] * 2 + [b"API_NAMESPACE_END"] * 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"API_NAMESPACE_END(detail)\nint f();\n",  # an end with no beginning
+        b"NS_BEGIN(detail)\nint f();\nNS_END(detail)\n",  # no NAMESPACE in the name
+        b"API_NAMESPACE_BEGIN(detail) int x;\n",  # more on its line
+        b"API_NAMESPACE_BEGIN(detail, v2)\n",  # not one name
+    ],
+)
+def test_other_namespace_like_lines_are_parsed_as_written(text: bytes) -> None:
+    written = namespaces("cpp", text)
+    assert all(t.strip() == b"" for _, _, t in written)  # blanked at most
+    assert b"namespace" not in parsed_source("cpp", text)
