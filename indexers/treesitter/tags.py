@@ -861,9 +861,9 @@ class _Extractor:
         """An import of a whole module is a reference to it (a definition in Elixir, C#,
         Ruby…; in Python or Go nothing resolves it)."""
         cleaned = _clean(text)
-        if "/" in cleaned:  # a path names its file: `./lib/parse.js` is parse
-            head = cleaned.rstrip("/").rpartition("/")[0]
-            qualifier, name = head.replace("/", "."), module_stem(cleaned)
+        if "/" in cleaned:  # a path names its file: `./lib/parse.js` is parse, in "./lib/"
+            spec = " ".join(text.split()).strip(_QUOTES).rstrip("/")
+            qualifier, name = spec.rpartition("/")[0] + "/", module_stem(spec)
         else:
             qualifier, _, name = cleaned.rpartition(".")
         written = self._text(module)

@@ -59,7 +59,8 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # are tagged from a parse with attribute-like macros blanked (each a reference still).
 # 11: `module.exports = function build() {…}` (or `= class Store {…}`) defines `build`, the
 # module's value, no longer a function named `module.exports`; a module required by its path
-# is an import reference by its file's name (`require("../x/y.js")`: y, not js). C++'s
+# is an import reference by its file's name, in its folder (`require("../x/y.js")`: y in
+# "../x/", not js in ".x.y"). C++'s
 # namespace macros open their namespaces (`PYBIND11_NAMESPACE_BEGIN(detail)`: detail.f).
 GRAPH_VERSION = 11
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})

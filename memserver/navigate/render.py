@@ -129,6 +129,8 @@ def symbols_form(name: str, items: Sequence[SymbolItem]) -> Callable[[int, bool]
 
 
 def _written(r: RefItem) -> str:
+    if r.qualifier.endswith("/"):  # a module imported by its path: `../cast/` boolean
+        return f"{r.qualifier}{r.name}"
     return f"{r.qualifier}.{r.name}" if r.qualifier else r.name
 
 
