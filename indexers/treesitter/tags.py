@@ -21,7 +21,7 @@ from typing import Any
 
 from indexers.languages import choose_parse
 from indexers.treesitter.definitions import blank_rows, end_line, error_share
-from indexers.treesitter.macros import macro_uses, parsed_source
+from indexers.treesitter.macros import macro_uses, namespaces, parsed_source
 from indexers.treesitter.registry import LANGUAGES, tags_queries
 from indexers.treesitter.registry import language as _language
 from memserver.core.graph import (
@@ -178,6 +178,10 @@ class _Extractor:
 
     def run(self) -> FileTags:
         from tree_sitter import QueryCursor
+
+        for start, _, written in namespaces(self.language, self.source):
+            if written.startswith(b"namespace"):  # no use of the macro's first letters
+                self.ignored.add((start, start + len(b"namespace")))
 
         queries = tags_queries(self.language)
         self.grouped = queries.grouped
@@ -555,8 +559,10 @@ class _Extractor:
     def _macro_references(self, spans: _Spans) -> list[Reference]:
         """The uses of macros the parse did not see (`macros.macro_uses`)."""
         out: list[Reference] = []
+        row, counted = 0, 0  # the spans come in order: the lines before each, counted once
         for start, end in macro_uses(self.language, self.source):
-            row = self.source.count(b"\n", 0, start)
+            row += self.source.count(b"\n", counted, start)
+            counted = start
             line_start = self.source.rfind(b"\n", 0, start) + 1
             column = len(self.source[line_start:start].decode("utf-8", "replace"))
             name = self.source[start:end].decode("ascii")
@@ -849,12 +855,10 @@ class _Extractor:
     def _around(self, statement: Node, spans: _Spans) -> str:
         """The definition a statement sits in, not one it is itself (`module.exports =
         function build() {…}` defines `build` and sits at the top level)."""
-        first = statement.start_point[0] + 1
-        lines = (first, max(first, end_line(statement)))
-        chain: list[Definition] = spans.chain(statement.start_byte)
-        for definition in chain:
-            if (definition.start_line, definition.end_line) != lines:
-                return definition.qualified
+        own = (statement.start_byte, statement.end_byte)
+        for start, end, definition in spans.spans_around(statement.start_byte):
+            if (start, end) != own:
+                return str(definition.qualified)
         return ""
 
     def _module_reference(self, module: Node, text: str, enclosing: str) -> list[Reference]:
@@ -867,8 +871,9 @@ class _Extractor:
         else:
             qualifier, _, name = cleaned.rpartition(".")
         written = self._text(module)
-        offset = written.rfind(name) if name else -1
-        if not name.isidentifier() or offset < 0:
+        folder = written.rstrip(_QUOTES + "/ \t").rfind("/") if "/" in cleaned else -1
+        offset = written.find(name, folder + 1) if folder >= 0 else written.rfind(name)
+        if not name or not name.isidentifier() or offset < 0:
             return []
         line, column = self._position(module)
         if "\n" not in written[:offset]:
@@ -936,6 +941,17 @@ class _Spans:
             _, _, definition, parent = self._items[index]
             if definition is not None:
                 out.append(definition)
+            index = parent
+        return out
+
+    def spans_around(self, byte: int) -> list[tuple[int, int, Any]]:
+        """`chain` with each payload's span: (start, end, payload), innermost first."""
+        index = bisect.bisect_right(self._starts, byte) - 1
+        out: list[tuple[int, int, Any]] = []
+        while index >= 0:
+            start, end, definition, parent = self._items[index]
+            if start <= byte < end and definition is not None:
+                out.append((start, end, definition))
             index = parent
         return out
 

@@ -392,6 +392,33 @@ def test_a_members_qualifier_is_the_text_before_its_separator(
     assert {name: refs.get(name) for name in expected} == expected
 
 
+def test_a_module_exported_whole_is_its_function_and_a_path_imports_its_file() -> None:
+    """`module.exports = function build() {…}` defines `build` and binds it as the module's
+    value, where the statement sits (not inside `build`); a module imported by its path is
+    a reference by its file's name, at that name, in its folder as written."""
+    source = (
+        'const s = require("./lib/s.js");\n'
+        "module.exports = exports = function made(x) {\n  return x;\n};\n"
+        'function setup() { exports.a = require("./a") }\n'
+    )
+    tags = extract_tags("m.js", source, "javascript")
+    assert [(d.qualified, d.kind) for d in tags.definitions] == [
+        ("made", "function"),
+        ("setup", "function"),
+    ]
+    assert [(i.module, i.name, i.alias, i.enclosing) for i in tags.imports] == [
+        ("./lib/s.js", "", "s", ""), ("", "made", "module.exports", ""),
+        ("./a", "", "exports.a", "setup"),
+    ]  # fmt: skip
+    imported = [(r.name, r.qualifier, r.line, r.column) for r in tags.references
+                if r.kind == "import"]  # fmt: skip
+    assert imported == [("s", "./lib/", 1, source.index("s.js"))]
+    go = extract_tags("m.go", 'package m\n\nimport "github.com/satori/go.uuid"\n', "go")
+    assert [(r.name, r.qualifier) for r in go.references if r.kind == "import"] == [
+        ("uuid", "github.com/satori/")
+    ]
+
+
 def test_columns_count_characters_not_bytes() -> None:
     text = 'x = "é"; y = f(x)\n'
     (call,) = [r for r in extract_tags("a.py", text, "python").references if r.name == "f"]

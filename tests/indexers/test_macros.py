@@ -111,6 +111,31 @@ def test_namespace_macros_open_and_close_their_namespaces() -> None:
 
 
 @pytest.mark.parametrize(
+    "between",
+    [
+        b"/* closed by\n   API_NAMESPACE_END(a)\n*/\n",  # in a comment
+        b"#if 0\nAPI_NAMESPACE_END(a)\n#endif\n",  # under `#if 0`
+        b"#ifdef OLD\n#else\nAPI_NAMESPACE_END(a)\n#endif\n",  # in a later branch
+        b"API_NAMESPACE_END(b)\n",  # of another name
+    ],
+)
+def test_an_end_the_parse_would_not_see_closes_nothing(between: bytes) -> None:
+    """What a namespace macro opens is closed by the end of its name the parse reads."""
+    text = b"API_NAMESPACE_BEGIN(a)\n" + between + b"int f();\nAPI_NAMESPACE_END(a)\nint g();\n"
+    tags = extract_tags("api.h", text.decode(), "cpp")
+    assert {"a.f", "g"} <= {d.qualified for d in tags.definitions}
+    assert parsed_source("cpp", text).count(b"}") == 1
+
+
+def test_a_long_line_after_a_namespace_macro_is_read_once() -> None:
+    """Blanks after the call match one way only: a line of 100,000 took minutes when two
+    runs of blanks could share them."""
+    text = b"API_NAMESPACE_BEGIN(a)" + b" " * 100_000 + b"x\nint f();\n"
+    assert namespaces("cpp", text) == []
+    assert parsed_source("cpp", text) == text
+
+
+@pytest.mark.parametrize(
     "text",
     [
         b"API_NAMESPACE_END(detail)\nint f();\n",  # an end with no beginning

@@ -30,12 +30,16 @@
     left: (member_expression) @name
     right: [(function_expression name: (_)) (generator_function name: (_))])
   (#not-eq? @name "module.exports")) @definition.function
-; module.exports = function build() {…}: the module's value is the function `build`
+; module.exports = function build() {…}: the module's value is the function `build` (also
+; `module.exports = exports = function build() {…}`)
 (expression_statement
   (assignment_expression
     left: (member_expression) @_module
     right: [(function_expression name: (identifier) @name)
-            (generator_function name: (identifier) @name)])
+            (generator_function name: (identifier) @name)
+            (assignment_expression
+              right: [(function_expression name: (identifier) @name)
+                      (generator_function name: (identifier) @name)])])
   (#eq? @_module "module.exports")) @definition.function
 
 ; { save() {…}, load: function () {…} }
