@@ -158,8 +158,9 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _inside(spans: list[tuple[int, int]], byte: int) -> bool:
-    at = bisect.bisect_right(spans, (byte, len(b""))) - 1
-    return at >= 0 and spans[at][0] <= byte < spans[at][1]
+    """Whether `byte` is in one of these spans (in order, apart)."""
+    at = bisect.bisect_right(spans, (byte + 1, 0)) - 1  # the last starting at or before it
+    return at >= 0 and byte < spans[at][1]
 
 
 def macro_uses(language: str, source: bytes) -> list[tuple[int, int]]:

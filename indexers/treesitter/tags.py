@@ -68,6 +68,9 @@ _EXPORTED_VALUES = frozenset(
      "template_string", "member_expression", "binary_expression", "ternary_expression", "true",
      "false", "null", "regex"}
 )  # fmt: skip
+# languages whose definitions are named by declarators: a C++ parse recovering from an error
+# may take a whole declaration for one (pybind11's numpy.h: 110 names began "template <…")
+_DECLARATORS = frozenset({"c", "cpp"})
 # values that name themselves (`function build() {…}`, `class Store {…}`)
 _NAMED_VALUES = frozenset({"function_expression", "generator_function", "class"})
 _SPACE = re.compile(r"\s")
@@ -390,6 +393,8 @@ class _Extractor:
             while stack and stack[-1][0] < entry.node.end_byte:
                 stack.pop()
             written = _clean(self._text(entry.name_node))
+            if " " in written and self.language in _DECLARATORS:
+                written = _last_word(written)  # a parse recovering took a declaration for one
             if entry.receiver is not None:
                 written = f"{_clean(self._text(entry.receiver))}.{written}"
             kind = entry.kind
@@ -964,6 +969,27 @@ class _Spans:
                 out.append(definition)
             index = parent
         return out
+
+
+def _last_word(name: str) -> str:
+    """The name a declaration's text ends with, outside brackets: `template <typename T>
+    detail::helper<T (*)(T)> vectorize` (a parse recovering from an error took it for a
+    name) is vectorize. An operator's name keeps its words (`operator new`), and a name
+    whose brackets do not close stays as it is."""
+    words, depth, start = [], 0, 0
+    for at, char in enumerate(name):
+        if char in "<([{":
+            depth += 1
+        elif char in ">)]}" and depth:
+            depth -= 1
+        elif char == " " and not depth:
+            words.append(name[start:at])
+            start = at + 1
+    words.append(name[start:])
+    words = [w for w in words if w]
+    if depth or len(words) < 2 or any(w.endswith("operator") for w in words[:-1]):
+        return name
+    return words[-1]
 
 
 def _before_member(head: str) -> str:

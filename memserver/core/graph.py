@@ -60,8 +60,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # 11: `module.exports = function build() {…}` (or `= class Store {…}`) defines `build`, the
 # module's value, no longer a function named `module.exports`; a module required by its path
 # is an import reference by its file's name, in its folder (`require("../x/y.js")`: y in
-# "../x/", not js in ".x.y"). C++'s
-# namespace macros open their namespaces (`PYBIND11_NAMESPACE_BEGIN(detail)`: detail.f).
+# "../x/", not js in ".x.y"); C++'s namespace macros open their namespaces
+# (`PYBIND11_NAMESPACE_BEGIN(detail)`: detail.f), and a C or C++ definition whose name the
+# parse's recovery made a whole declaration is named by its last word.
 GRAPH_VERSION = 11
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,

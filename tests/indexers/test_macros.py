@@ -110,6 +110,25 @@ def test_namespace_macros_open_and_close_their_namespaces() -> None:
     assert named == [b"API_NAMESPACE_BEGIN"] * 2 + [b"API_NAMESPACE_END"] * 2
 
 
+def test_a_declaration_the_parse_recovers_into_is_named_by_its_last_word() -> None:
+    """A struct left open (pybind11's numpy.h) makes tree-sitter take the declaration after
+    the namespace's end for a name: the definition is named by the word it ends with."""
+    text = (
+        "API_NAMESPACE_BEGIN(detail)\n"
+        "struct caster<array_t<T>> {\n"
+        "helper<F, R> extract(const F &f, R (*)()) {\n"
+        "}\n"
+        "API_NAMESPACE_END(detail)\n"
+        "template <typename R, typename... A>\n"
+        "detail::helper<R (*)(A...), R> vectorize(R (*f)(A...)) {\n"
+        "    return detail::helper<R (*)(A...), R>(f);\n"
+        "}\n"
+    )
+    names = [d.qualified for d in extract_tags("n.h", text, "cpp").definitions]
+    assert any(n.endswith("vectorize") for n in names)
+    assert not [n for n in names if " " in n], names
+
+
 @pytest.mark.parametrize(
     "between",
     [
