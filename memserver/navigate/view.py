@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import gc
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,8 +240,11 @@ class GraphIndex:
 
     # -- references ----------------------------------------------------------------------------
 
-    def refs_named(self, name: str) -> list[RefAt]:
+    def refs_named(self, name: str, within: Collection[str] = ()) -> list[RefAt]:
+        """The references using `name` (in the files at `within`, when given)."""
         paths = self.name_files.get(name, ())
+        if within:
+            paths = [path for path in paths if path in within]
         return [at for path in paths for at in self.stored[path].named(name)]
 
     def count_named(self, name: str) -> int:
@@ -291,12 +294,13 @@ class GraphIndex:
         wanted = set(targets)
         names = {d.name for d in targets}
         renamed: dict[str, set[str]] = {}  # local name -> the files binding it so
+        imports: dict[str, set[str]] = {}  # module's last segment -> the files importing it
         for key in names | {file_stem(d.path) for d in targets}:
             for path, local in self.aliases.get(key, ()):
                 if local not in names:
                     renamed.setdefault(local, set()).add(path)
                 if key not in names:  # the import itself, named by its module's last segment
-                    renamed.setdefault(key, set()).add(path)
+                    imports.setdefault(key, set()).add(path)
         # …and what those files export it as (`exports.parse = read`): a name anywhere
         bound = {(d.path, d.name) for d in targets}
         bound |= {(path, local) for local, paths in renamed.items() for path in paths}
@@ -317,11 +321,15 @@ class GraphIndex:
             if wanted.intersection(self.targets(at.ref))
         ]  # fmt: skip
         found += [
-            at for local in sorted(renamed) for at in self.refs_named(local)
-            if (not renamed[local] or at.ref.path in renamed[local])
-            and wanted.intersection(self.targets(at.ref))
+            at for local in sorted(renamed) for at in self.refs_named(local, renamed[local])
+            if wanted.intersection(self.targets(at.ref))
         ]  # fmt: skip
-        return sorted(found, key=lambda a: (a.ref.path, a.ref.line, a.ref.column))
+        found += [  # (only the imports: other uses of such a name are none of these)
+            at for stem in sorted(imports) for at in self.refs_named(stem, imports[stem])
+            if at.ref.kind == "import" and wanted.intersection(self.targets(at.ref))
+        ]  # fmt: skip
+        once = {(a.ref.path, a.ref.line, a.ref.column, a.ref.name): a for a in found}
+        return sorted(once.values(), key=lambda a: (a.ref.path, a.ref.line, a.ref.column))
 
     def uncertain(self, targets: Sequence[Definition]) -> int:
         """References named like `targets` that resolve to nothing confidently (a receiver
