@@ -872,7 +872,7 @@ class _Extractor:
         cleaned = _clean(text)
         if "/" in cleaned:  # a path names its file: `./lib/parse.js` is parse, in "./lib/"
             spec = " ".join(text.split()).strip(_QUOTES).rstrip("/")
-            qualifier, name = spec.rpartition("/")[0] + "/", module_stem(spec)
+            qualifier, name = spec.rpartition("/")[0] + "/", module_stem(spec, self.language)
         else:
             qualifier, _, name = cleaned.rpartition(".")
         written = self._text(module)

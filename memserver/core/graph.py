@@ -83,25 +83,15 @@ def file_stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].split(".", 1)[0]
 
 
-# what ends a module's path as a file's extension (`./lib/parse.js`), not as a part of its
-# name (Go's `github.com/satori/go.uuid`, `gopkg.in/yaml.v3`)
-_EXTENSIONS = frozenset(
-    {"js", "mjs", "cjs", "jsx", "ts", "mts", "cts", "tsx", "json", "node", "wasm", "zig", "h",
-     "hh", "hpp", "hxx", "c", "cc", "cpp", "cxx", "rb", "php", "lua", "py", "ex", "exs", "sh"}
-)  # fmt: skip
-
-
-def module_stem(module: str) -> str:
+def module_stem(module: str, language: str) -> str:
     """A module's last segment, the name an import of it whole is a reference by:
-    `./lib/parse` -> parse, `../x/y.js` -> y, `pkg.mod` -> mod, `crate::a` -> a,
-    `github.com/satori/go.uuid` -> uuid."""
+    `./lib/parse` -> parse, `../x/y.js` -> y, `pkg.mod` -> mod, `crate::a` -> a. A path's
+    last part is a file's name without its extensions, but in Go, where it is a package's
+    path, its last dotted part (`github.com/satori/go.uuid` -> uuid)."""
     spec = module.replace("\\", "/").rstrip("/")
-    if "/" in spec:
-        last = spec.rsplit("/", 1)[-1]
-        if last.rpartition(".")[2].lower() in _EXTENSIONS:
-            return file_stem(last)
-        return last.rsplit(".", 1)[-1]
-    return dotted(spec).rsplit(".", 1)[-1]
+    if "/" in spec and language != "go":
+        return file_stem(spec)
+    return dotted(spec.rsplit("/", 1)[-1]).rsplit(".", 1)[-1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,11 +124,12 @@ class _Resolver:
         return self._bare(ref.name, ref, tags, 0)
 
     def _import_reference(self, ref: Reference, tags: FileTags) -> list[Candidate]:
+        language = tags.language
         imports = [
             i for i in tags.imports
-            if i.line == ref.line and ((_last(i.name) if i.name else module_stem(i.module))
-                                       == ref.name
-                                       or (i.name == "default" and i.alias == ref.name))
+            if i.line == ref.line
+            and ((_last(i.name) if i.name else module_stem(i.module, language)) == ref.name
+                 or (i.name == "default" and i.alias == ref.name))
         ]  # fmt: skip
         found: list[Definition] = []
         for imp in imports or [Import(tags.path, ref.qualifier, ref.name, line=ref.line)]:

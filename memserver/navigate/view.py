@@ -349,7 +349,7 @@ def _renamed(tags: FileTags) -> Iterator[tuple[str, str]]:
         if imp.name and imp.name != "default":
             yield imp.name.rsplit(".", 1)[-1], imp.alias
         else:
-            stem = module_stem(imp.module)
+            stem = module_stem(imp.module, tags.language)
             if stem:
                 yield stem, imp.alias
 

@@ -400,6 +400,7 @@ def test_a_module_exported_whole_is_its_function_and_a_path_imports_its_file() -
         'const s = require("./lib/s.js");\n'
         "module.exports = exports = function made(x) {\n  return x;\n};\n"
         'function setup() { exports.a = require("./a") }\n'
+        'const theme = require("./theme/site.css");\n'
     )
     tags = extract_tags("m.js", source, "javascript")
     assert [(d.qualified, d.kind) for d in tags.definitions] == [
@@ -408,11 +409,14 @@ def test_a_module_exported_whole_is_its_function_and_a_path_imports_its_file() -
     ]
     assert [(i.module, i.name, i.alias, i.enclosing) for i in tags.imports] == [
         ("./lib/s.js", "", "s", ""), ("", "made", "module.exports", ""),
-        ("./a", "", "exports.a", "setup"),
+        ("./a", "", "exports.a", "setup"), ("./theme/site.css", "", "theme", ""),
     ]  # fmt: skip
     imported = [(r.name, r.qualifier, r.line, r.column) for r in tags.references
                 if r.kind == "import"]  # fmt: skip
-    assert imported == [("s", "./lib/", 1, source.index("s.js"))]
+    assert imported == [
+        ("s", "./lib/", 1, source.index("s.js")),
+        ("site", "./theme/", 6, len('const theme = require("./theme/')),
+    ]  # any extension: `site`, not `css`
     go = extract_tags("m.go", 'package m\n\nimport "github.com/satori/go.uuid"\n', "go")
     assert [(r.name, r.qualifier) for r in go.references if r.kind == "import"] == [
         ("uuid", "github.com/satori/")
