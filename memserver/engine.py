@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memserver.config import Settings, load_settings
 from memserver.core import cpuload  # noqa: F401  (its first sample: the process's start)
-from memserver.core.errors import ModelUnavailable, PathError, StoreError
+from memserver.core.errors import IndexMismatch, ModelUnavailable, PathError, StoreError
 from memserver.core.ids import content_hash
 from memserver.core.protocols import LLM, CodeGraph, Distiller, Embedder, Progress, Reranker
 from memserver.core.types import GitState, IndexReport, PathSet, Skip, Status, WalkResult
@@ -54,6 +54,18 @@ if TYPE_CHECKING:
 FORGOTTEN = "forgotten (memserver forget)"
 
 
+def recorded_root(index_dir: str | Path) -> str | None:
+    """The project folder the index at `index_dir` was built from, when it records one that
+    is still a folder (None: no index there, an unreadable one, or its project is gone)."""
+    try:
+        meta = read_meta(Path(index_dir).expanduser())
+    except StoreError:
+        return None
+    if meta is None or not meta.root or not Path(meta.root).is_dir():
+        return None
+    return meta.root
+
+
 def resolve_root(root: str | Path | None) -> Path:
     path = Path(root or ".").expanduser()
     if not path.exists():
@@ -75,6 +87,8 @@ class Engine:
         env: Mapping[str, str] | None = None,
         embedder_flag: str | None = None,
     ) -> None:
+        if root is None and index_dir:  # an index named, its project not: the one it holds
+            root = recorded_root(index_dir)
         self.root = resolve_root(root)
         settings = load_settings(self.root, env=env, overrides=overrides)
         chosen = Path(index_dir).expanduser() if index_dir else Path(settings.index.dir)
@@ -287,11 +301,32 @@ class Engine:
         watcher's batches."""
         report.skipped.update({s.path: s.reason for s in walked.skipped})
         with store.lock(self.lock_timeout):
+            self._claim(store)
             indexer = self.indexer(store, progress=progress, git=git, embedder=embedder)
             return indexer.run(
                 walked.files, report, embed=embed, only=only, optimize=optimize,
                 trust_marker=trust_marker, stop_embedding=stop_embedding,
             )  # fmt: skip
+
+    def _claim(self, store: IndexStore) -> None:
+        """An index holds one project: indexing another tree into it would remove every file
+        of the one it holds (their chunks closed, the memories about them stale). Refused
+        while that project is still where the index says, unless the index lives in this
+        tree (a copy of the project, its index with it); else this tree is the one it holds
+        from now on (the project moved)."""
+        held, here = store.meta.root, str(self.root)
+        if held == here:
+            return
+        elsewhere = held and Path(held).is_dir() and Path(held).resolve() != self.root
+        if elsewhere and not self.index_dir.is_relative_to(self.root):
+            raise IndexMismatch(
+                f"the index at {self.index_dir} holds {held}; indexing {here} into it would "
+                f"remove every file of {held} from it",
+                hint=f"give {here} an index of its own (another --index-dir), index {held} "
+                f"(`memserver index {held} --index-dir {self.index_dir}`), or pass --rebuild "
+                f"to make this index one of {here} (what it holds of {held} goes)",
+            )
+        store.adopt_root(here)
 
     def indexer(
         self, store: IndexStore, *, progress: Progress | None = None,

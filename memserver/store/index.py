@@ -544,6 +544,13 @@ class IndexStore:
         write_meta(self.dir, self.meta)
         return n
 
+    def adopt_root(self, root: str) -> None:
+        """Record `root` as the tree this index holds (the project moved, or is a copy with
+        its index inside)."""
+        if self.meta.root != root:
+            self.meta = replace(self.meta, root=root)
+            write_meta(self.dir, self.meta)
+
     def finish_run(self, commit: str, branch: str, chunker: str) -> None:
         self.meta = self.meta.with_run(
             indexed_at=_now_iso(), git_commit=commit, git_branch=branch, chunker=chunker

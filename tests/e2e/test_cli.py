@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from memserver.cli import main
@@ -97,3 +99,78 @@ def test_human_output_is_readable(sample_repo: Path) -> None:
     assert code == 0 and "src/http_client.py:" in out
     code, out, _ = run("status", "--root", str(sample_repo))
     assert code == 0 and "matches the working tree" in out
+
+
+def test_an_index_named_alone_is_of_the_project_it_holds(
+    sample_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--index-dir` without a root, from another folder: the commands read (and `index`
+    refreshes) the project the index was built from, not the current folder."""
+    index = str(tmp_path / "idx")
+    assert run("index", str(sample_repo), "--index-dir", index, "--embedder", "hashing")[0] == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.py").write_text("def unrelated():\n    return 1\n")
+    monkeypatch.chdir(elsewhere)
+
+    code, out, _ = run("status", "--index-dir", index, "--json")
+    status = json.loads(out)
+    assert code == 0 and status["root"] == str(sample_repo.resolve())
+    assert status["files"] == 4 and status["stale_files"] == []
+    code, out, _ = run("symbol", "RetryPolicy", "--index-dir", index)
+    assert code == 0 and "src/http_client.py" in out and "changed since indexed" not in out
+
+    code, out, _ = run("index", "--index-dir", index, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["root"] == str(sample_repo.resolve())
+    assert report["files_indexed"] == 0 and report["chunks_removed"] == 0
+
+
+def test_another_tree_is_not_indexed_into_an_index_of_a_project(
+    sample_repo: Path, tmp_path: Path
+) -> None:
+    """Indexing a second tree into an index would close every file of the first: refused,
+    with the ways out, and the index is left as it was; --rebuild makes it the second's."""
+    index = str(tmp_path / "idx")
+    run("index", str(sample_repo), "--index-dir", index, "--embedder", "hashing")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "main.py").write_text("def main():\n    return 0\n")
+
+    code, _, err = run("index", str(other), "--index-dir", index, "--embedder", "hashing")
+    assert code == 4 and str(sample_repo.resolve()) in err and "--rebuild" in err
+    status = json.loads(run("status", "--root", str(sample_repo), "--index-dir", index,
+                            "--json")[1])  # fmt: skip
+    assert status["files"] == 4 and status["stale_files"] == []
+
+    code, out, _ = run("index", str(other), "--index-dir", index, "--embedder", "hashing",
+                       "--rebuild", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["files_indexed"] == 1
+    status = json.loads(run("status", "--index-dir", index, "--json")[1])
+    assert status["root"] == str(other.resolve()) and status["files"] == 1
+
+
+def test_a_moved_or_copied_project_keeps_its_index(sample_repo: Path, tmp_path: Path) -> None:
+    """A project whose folder moved (the index elsewhere), or a copy of it with its index
+    inside: indexed where it is now, nothing lost, and the index records the new place."""
+    index = str(tmp_path / "idx")
+    run("index", str(sample_repo), "--index-dir", index, "--embedder", "hashing")
+    assert run("remember", "retries back off exponentially", "--root", str(sample_repo),
+               "--index-dir", index)[0] == 0  # fmt: skip
+    before = json.loads(run("status", "--index-dir", index, "--json")[1])
+    moved = sample_repo.rename(tmp_path / "moved")
+
+    code, out, _ = run("index", str(moved), "--index-dir", index, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["chunks_removed"] == 0 and report["files_indexed"] == 0
+    after = json.loads(run("status", "--index-dir", index, "--json")[1])
+    assert after["root"] == str(moved.resolve()) and after["files"] == 4
+    assert after["memories"] == before["memories"] and after["notes"] == before["notes"]
+
+    run("index", str(moved), "--embedder", "hashing")  # its own index, inside it
+    copy = tmp_path / "copy"
+    shutil.copytree(moved, copy)
+    code, out, _ = run("index", str(copy), "--json")
+    assert code == 0 and json.loads(out)["chunks_removed"] == 0
+    status = json.loads(run("status", "--root", str(copy), "--json")[1])
+    assert status["root"] == str(copy.resolve()) and status["stale_files"] == []
