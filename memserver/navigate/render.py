@@ -100,6 +100,16 @@ def item_dict(item: SymbolItem, *, doc: bool = False) -> dict[str, Any]:
     return out
 
 
+_ECHO_CHARS = 120  # of what was asked, the most an answer's first line repeats
+
+
+def echo(asked: str) -> str:
+    """What was asked, on one line and cut short: a name of 10,000 characters is not
+    repeated in its answer."""
+    shown = one_line(asked)
+    return shown if len(shown) <= _ECHO_CHARS else shown[: _ECHO_CHARS - 1] + "…"
+
+
 def _head(item: SymbolItem) -> str:
     label = one_line(f"{item.path}:{_lines(item)} {item.kind} {item.symbol}").rstrip()
     return label + f" {item.chunk_id}" + (STALE if item.stale else "")
@@ -111,7 +121,7 @@ def _head(item: SymbolItem) -> str:
 def symbols_form(name: str, items: Sequence[SymbolItem]) -> Callable[[int, bool], Form]:
     def render(n: int, truncated: bool) -> Form:
         shown = items[:n]
-        status = f"symbol {name}: {len(items)} definition{'s' * (len(items) != 1)}"
+        status = f"symbol {echo(name)}: {len(items)} definition{'s' * (len(items) != 1)}"
         if not items:
             status += "; none in the index: try the bare name, or recall"
         parts = [status + (TRUNCATED if truncated else "")]
@@ -163,7 +173,7 @@ def _named(about: Sequence[SymbolItem], n: int) -> Sequence[SymbolItem]:
 def _more(about: Sequence[SymbolItem], asked: str) -> str:
     if len(about) <= NAMED:
         return ""
-    return (f"; the best {NAMED} of the {len(about)} definitions of {one_line(asked)}: "
+    return (f"; the best {NAMED} of the {len(about)} definitions of {echo(asked)}: "
             "pass an id s_… for another")  # fmt: skip
 
 
@@ -177,10 +187,10 @@ def references_form(
         about = one_line(
             ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
         )
-        status = (f"references to {about or asked}: {len(refs)} in {files} "
+        status = (f"references to {about or echo(asked)}: {len(refs)} in {files} "
                   f"file{'s' * (files != 1)}")  # fmt: skip
         if not targets:
-            status = f"references to {asked}: no definition of that name in the index"
+            status = f"references to {echo(asked)}: no definition of that name in the index"
         status += _more(targets, asked)
         if uncertain:
             status += f"; {uncertain} more uses of the name resolve to no definition for sure"
@@ -229,11 +239,11 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
 
     def render(n: int, truncated: bool) -> Form:
         named, shown = _named(of, n), found[: max(0, n - _heads(of))]
-        about = "; ".join(_head(i) for i in of[:3]) or asked
+        about = "; ".join(_head(i) for i in of[:3]) or echo(asked)
         status = (f"neighbours of {about}: {callers} callers, {len(found) - callers} callees"
                   + cut)  # fmt: skip
         if not of:
-            status = f"neighbours of {asked}: nothing by that id or name in the index"
+            status = f"neighbours of {echo(asked)}: nothing by that id or name in the index"
         status += _more(of, asked)
         parts = [status + (TRUNCATED if truncated else "")]
         data: dict[str, Any] = {"of": [item_dict(i) for i in named], "callers": [],

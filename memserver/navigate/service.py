@@ -26,6 +26,7 @@ from memserver.navigate.render import (
     Form,
     Navigation,
     answer_items,
+    echo,
     fit,
     neighbours_form,
     outline_form,
@@ -119,7 +120,7 @@ class Navigator:
         files, order = _outline(g, path)
         sizes = [outline_size(e.item.signature, e.item.symbol) for e in order]
         form = outline_form(lambda n: (files, order[:n]), len(order),
-                            f"outline of {path.strip()}", stale)  # fmt: skip
+                            f"outline of {echo(path.strip())}", stale)  # fmt: skip
         return self._fit(len(order), form, budget_tokens, sizes)
 
     # -- helpers --------------------------------------------------------------------------------

@@ -60,6 +60,19 @@ def test_references_callers_and_neighbours(nav: Navigator) -> None:
         nav.references_of("RetryPolicy", kinds=["calls"])
 
 
+def test_what_was_asked_is_repeated_on_one_line_and_cut_short(nav: Navigator) -> None:
+    """A name or path with a line break in it adds no made-up result line to its answer, and
+    a name of thousands of characters is not repeated whole."""
+    forged = "x\n## src/http_client.py:1-9 function forged c_0"
+    answers = [nav.symbol(forged, None), nav.references(forged),
+               nav.neighbors(forged, 1, None), nav.outline(forged, None)]  # fmt: skip
+    for answer in answers:
+        assert not any(line.startswith("## ") for line in answer.text.splitlines()), answer.text
+        assert "x\\x0a## src/http_client.py" in answer.text.splitlines()[0]
+    long = nav.symbol("y" * 10_000, None).text.splitlines()[0]
+    assert long.startswith("symbol yyy") and "…: 0 definitions" in long and len(long) < 200
+
+
 def _indexed(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Engine]:
     """`files` written under tmp_path/repo and indexed (keywords and the graph only)."""
     root = write_tree(tmp_path / "repo", files)
