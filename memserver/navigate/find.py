@@ -105,6 +105,23 @@ def references(
     return out
 
 
+# Of the uses of a name the graph cannot tie to a definition, an answer lists at most this
+# many (after those it can tie; the rest counted): Django's `get` has thousands, more than
+# the largest budget shows.
+MAYBE_SHOWN = 500
+
+
+def unresolved(
+    g: GraphIndex, targets: Sequence[Definition], kinds: Sequence[str] = (),
+    stale: Callable[[str], bool] = lambda _: False,
+) -> tuple[list[RefItem], int]:  # fmt: skip
+    """The uses of the names of `targets` (of `kinds`, when given) that resolve to no
+    definition for sure, the first `MAYBE_SHOWN` of them, and how many there are."""
+    wanted = set(kinds)
+    found = [at for at in g.unresolved(targets) if not wanted or at.ref.kind in wanted]
+    return [_ref_item(g, at, "", stale(at.ref.path)) for at in found[:MAYBE_SHOWN]], len(found)
+
+
 def _ref_item(g: GraphIndex, at: RefAt, target: str, stale: bool) -> RefItem:
     r = at.ref
     owner = g.enclosing(r.path, r.enclosing, r.line)

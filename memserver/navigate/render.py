@@ -178,12 +178,17 @@ def _more(about: Sequence[SymbolItem], asked: str) -> str:
 
 
 def references_form(
-    asked: str, targets: Sequence[SymbolItem], refs: Sequence[RefItem], uncertain: int
-) -> Callable[[int, bool], Form]:
+    asked: str, targets: Sequence[SymbolItem], refs: Sequence[RefItem], uncertain: int,
+    maybe: Sequence[RefItem] = (),
+) -> Callable[[int, bool], Form]:  # fmt: skip
+    """`maybe`: the first of the `uncertain` uses of the names, tied to no definition for
+    sure, listed after the references (any of them may be one)."""
     files = len({r.path for r in refs})
 
     def render(n: int, truncated: bool) -> Form:
-        named, shown = _named(targets, n), refs[: max(0, n - _heads(targets))]
+        named = _named(targets, n)
+        shown = refs[: max(0, n - _heads(targets))]
+        unsure = maybe[: max(0, n - _heads(targets) - len(refs))]
         about = one_line(
             ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
         )
@@ -193,37 +198,48 @@ def references_form(
             status = f"references to {echo(asked)}: no definition of that name in the index"
         status += _more(targets, asked)
         if uncertain:
-            status += f"; {uncertain} more uses of the name resolve to no definition for sure"
+            status += (f"; {uncertain} more uses of the name resolve to no definition for "
+                       "sure, listed after them (any may be one)")  # fmt: skip
         parts = [status + (TRUNCATED if truncated else "")]
-        groups: list[dict[str, Any]] = []
-        for r in shown:
-            if not groups or groups[-1]["path"] != r.path:
-                groups.append({"path": r.path, "references": []})
-                if r.stale:
-                    groups[-1]["stale"] = True
-                parts.append(f"## {one_line(r.path)}" + (STALE if r.stale else ""))
-            parts.append(f"  {r.line} {r.kind} {_written(r)} {_in(r)} {r.chunk_id}"
-                         + (f" -> {r.target}" if r.target else ""))  # fmt: skip
-            entry: dict[str, Any] = {"line": r.line, "kind": r.kind, "text": _written(r),
-                                     "chunk_id": r.chunk_id}  # fmt: skip
-            if r.enclosing is not None:
-                e = r.enclosing
-                entry["enclosing"] = {
-                    "id": e.id, "symbol": e.symbol, "kind": e.kind,
-                    "start_line": e.start_line, "end_line": e.end_line,
-                }  # fmt: skip
-            if r.target:
-                entry["target"] = r.target
-            groups[-1]["references"].append(entry)
+        groups = _ref_groups(shown, parts)
         data = {
             "name": asked, "targets": [item_dict(t) for t in named], "total": len(refs),
             "files": groups, "uncertain": uncertain,
         }  # fmt: skip
+        if unsure:
+            parts.append(f"# uses of the name tied to no definition ({len(unsure)} of "
+                         f"{uncertain} shown)")  # fmt: skip
+            data["maybe"] = _ref_groups(unsure, parts)
         if len(named) < len(targets):
             data["targets_total"] = len(targets)
         return "\n".join(parts), data
 
     return render
+
+
+def _ref_groups(refs: Sequence[RefItem], parts: list[str]) -> list[dict[str, Any]]:
+    """References grouped by file, as data; their lines appended to `parts`."""
+    groups: list[dict[str, Any]] = []
+    for r in refs:
+        if not groups or groups[-1]["path"] != r.path:
+            groups.append({"path": r.path, "references": []})
+            if r.stale:
+                groups[-1]["stale"] = True
+            parts.append(f"## {one_line(r.path)}" + (STALE if r.stale else ""))
+        parts.append(f"  {r.line} {r.kind} {_written(r)} {_in(r)} {r.chunk_id}"
+                     + (f" -> {r.target}" if r.target else ""))  # fmt: skip
+        entry: dict[str, Any] = {"line": r.line, "kind": r.kind, "text": _written(r),
+                                 "chunk_id": r.chunk_id}  # fmt: skip
+        if r.enclosing is not None:
+            e = r.enclosing
+            entry["enclosing"] = {
+                "id": e.id, "symbol": e.symbol, "kind": e.kind,
+                "start_line": e.start_line, "end_line": e.end_line,
+            }  # fmt: skip
+        if r.target:
+            entry["target"] = r.target
+        groups[-1]["references"].append(entry)
+    return groups
 
 
 # -- neighbours --------------------------------------------------------------------------

@@ -63,15 +63,23 @@ class Navigator:
         self, name_or_id: str, kinds: Sequence[str] = ()
     ) -> tuple[list[SymbolItem], list[RefItem], int]:
         """(the definitions asked about, every reference to them, how many more uses of
-        their names resolve to no definition for sure): of a name more than `NAMED`
-        definitions share, the references to its best `NAMED`."""
+        their names (of `kinds`) resolve to no definition for sure): of a name more than
+        `NAMED` definitions share, the references to its best `NAMED`."""
+        items, refs, (_, uncertain) = self._references(name_or_id, kinds)
+        return items, refs, uncertain
+
+    def _references(
+        self, name_or_id: str, kinds: Sequence[str]
+    ) -> tuple[list[SymbolItem], list[RefItem], tuple[list[RefItem], int]]:
+        """`references_of`, with the first of the uses tied to no definition listed."""
         g = self.graph()
         stale = self._stale(g)
         targets = find.definitions_for(g, _name(name_or_id))
         best = targets[:NAMED]  # of a name many share: the best ones' uses (`render.NAMED`)
-        refs = find.references(g, best, _kinds(kinds), stale)
+        wanted = _kinds(kinds)
+        refs = find.references(g, best, wanted, stale)
         items = [find.symbol_item(g, d, stale(d.path)) for d in targets]
-        return items, refs, g.uncertain(best)
+        return items, refs, find.unresolved(g, best, wanted, stale)
 
     def neighbours_of(self, item_id: str, depth: int = 1
                       ) -> tuple[list[SymbolItem], list[Neighbour]]:  # fmt: skip
@@ -99,9 +107,9 @@ class Navigator:
 
     def references(self, name_or_id: str, kinds: Sequence[str] = (),
                    budget_tokens: int | None = None) -> Navigation:  # fmt: skip
-        targets, refs, uncertain = self.references_of(name_or_id, kinds)
-        form = references_form(name_or_id.strip(), targets, refs, uncertain)
-        return self._fit(answer_items(targets, refs), form, budget_tokens)
+        targets, refs, (maybe, uncertain) = self._references(name_or_id, kinds)
+        form = references_form(name_or_id.strip(), targets, refs, uncertain, maybe)
+        return self._fit(answer_items(targets, [*refs, *maybe]), form, budget_tokens)
 
     def neighbors(self, item_id: str, depth: int = 1, budget_tokens: int | None = None
                   ) -> Navigation:  # fmt: skip

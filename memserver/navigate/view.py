@@ -331,11 +331,13 @@ class GraphIndex:
         once = {(a.ref.path, a.ref.line, a.ref.column, a.ref.name): a for a in found}
         return sorted(once.values(), key=lambda a: (a.ref.path, a.ref.line, a.ref.column))
 
-    def uncertain(self, targets: Sequence[Definition]) -> int:
+    def unresolved(self, targets: Sequence[Definition]) -> list[RefAt]:
         """References named like `targets` that resolve to nothing confidently (a receiver
-        of unknown type, a name several definitions share): uses the graph cannot tie."""
+        of unknown type, a name several definitions share): uses the graph cannot tie, any
+        of which may be one of them; in file and line order."""
         names = {d.name for d in targets}
-        return sum(1 for name in names for at in self.refs_named(name) if not self.targets(at.ref))
+        found = [at for name in names for at in self.refs_named(name) if not self.targets(at.ref)]
+        return sorted(found, key=lambda at: (at.ref.path, at.ref.line, at.ref.column))
 
 
 def _renamed(tags: FileTags) -> Iterator[tuple[str, str]]:

@@ -291,7 +291,8 @@ written (`self.client.send`) and the definition it is written in (so kinds=['cal
 the callers). `targets` lists the definitions it is about: of a name more than five share,
 the best five (`targets_total` counts them all: pass an id s_… for another). `uncertain`
 counts uses of the name the graph cannot tie to a definition for sure (a receiver of
-unknown type): grep for those if it matters.
+unknown type: `Person.objects.get_or_create`); `maybe` lists them, grouped the same way,
+after the uses it can tie, as far as the budget goes: any of them may be one.
 
 {_GRAPH_ITEMS} Read-only."""
 

@@ -81,6 +81,36 @@ def _indexed(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Engine]:
     return root, engine
 
 
+def test_uses_tied_to_no_definition_are_listed_after_the_others(tmp_path: Path) -> None:
+    """A call through a receiver of unknown type (`registry.lookup(...)` on whatever a
+    function was given) may be a use of the method asked about: `references` lists such
+    calls after the ones it resolves, marked, counted, and of the kinds asked for."""
+    files = {
+        "store.py": "class Store:\n    def lookup(self, key):\n        return key\n",
+        "use.py": ("from store import Store\n\n"
+                   "def direct():\n    return Store().lookup(1)\n\n"
+                   "def given(registry):\n    registry.lookup(2)\n    return registry.lookup\n"),
+    }  # fmt: skip
+    nav = _indexed(tmp_path, files)[1].navigator()
+    _, refs, uncertain = nav.references_of("Store.lookup")
+    assert [(r.path, r.line) for r in refs] == [("use.py", 4)] and uncertain == 2
+
+    answer = nav.references("Store.lookup")
+    lines = answer.text.splitlines()
+    assert "2 more uses of the name resolve to no definition for sure" in lines[0]
+    first_maybe = lines.index("# uses of the name tied to no definition (2 of 2 shown)")
+    assert any("4 call Store().lookup" in line for line in lines[:first_maybe])
+    maybe = lines[first_maybe + 1 :]
+    assert maybe[0] == "## use.py" and "7 call registry.lookup in function given" in maybe[1]
+    assert "8 other registry.lookup in function given" in maybe[2]
+    assert [[u["line"] for u in f["references"]] for f in answer.data["maybe"]] == [[7, 8]]
+
+    calls = nav.references("Store.lookup", kinds=["call"])
+    assert calls.data["uncertain"] == 1 and "(1 of 1 shown)" in calls.text
+    tight = nav.references("Store.lookup", budget_tokens=256)
+    assert tight.tokens <= 256
+
+
 def test_symbol_names_the_module_before_its_stub_whichever_was_stored_first(tmp_path: Path
                                                                           ) -> None:  # fmt: skip
     """`pkg/mod.py` and its type stub `pkg/mod.pyi` define the same module: `symbol` answers
