@@ -246,8 +246,10 @@ def _ref_groups(refs: Sequence[RefItem], parts: list[str]) -> list[dict[str, Any
 
 
 def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighbour],
-                    depth: int = 1, frontier: int = 0) -> Callable[[int, bool], Form]:  # fmt: skip
-    """`frontier`: how many direct neighbours depth 2 goes on from, at most."""
+                    depth: int = 1, frontier: int = 0, uncertain: int = 0,
+                    ) -> Callable[[int, bool], Form]:  # fmt: skip
+    """`frontier`: how many direct neighbours depth 2 goes on from, at most; `uncertain`:
+    how many uses of the names the graph ties to no definition (callers it cannot tell)."""
     callers = sum(1 for x in found if x.direction == "caller")
     direct = sum(1 for x in found if x.depth == 1)
     cut = (f"; depth 2 of the first {frontier} of the {direct} direct ones"
@@ -261,9 +263,12 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
         if not of:
             status = f"neighbours of {echo(asked)}: nothing by that id or name in the index"
         status += _more(of, asked)
+        if uncertain:
+            status += (f"; {uncertain} more uses of the name resolve to no definition for "
+                       "sure (any may be a caller: `references` lists them)")  # fmt: skip
         parts = [status + (TRUNCATED if truncated else "")]
         data: dict[str, Any] = {"of": [item_dict(i) for i in named], "callers": [],
-                                "callees": []}  # fmt: skip
+                                "callees": [], "uncertain": uncertain}  # fmt: skip
         if len(named) < len(of):
             data["of_total"] = len(of)
         if cut:

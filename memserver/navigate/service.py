@@ -83,13 +83,20 @@ class Navigator:
 
     def neighbours_of(self, item_id: str, depth: int = 1
                       ) -> tuple[list[SymbolItem], list[Neighbour]]:  # fmt: skip
+        of, found, _ = self._neighbours(item_id, depth)
+        return of, found
+
+    def _neighbours(self, item_id: str, depth: int
+                    ) -> tuple[list[SymbolItem], list[Neighbour], int]:  # fmt: skip
+        """`neighbours_of`, and how many uses of the names tie to no definition."""
         g = self.graph()
         stale = self._stale(g)
         text = _name(item_id)
         start = find.definitions_for(g, text)
         chunk = text if find.CHUNK_ID.match(text) else ""
         found = find.neighbours(g, start[:NAMED], depth, chunk, stale)
-        return [find.symbol_item(g, d, stale(d.path)) for d in start], found
+        of = [find.symbol_item(g, d, stale(d.path)) for d in start]
+        return of, found, len(g.unresolved(start[:NAMED]))
 
     def outline_of(self, path: str | None = None) -> tuple[list[FileOutline], list[OutlineEntry]]:
         """(files, every entry in the order an answer is cut): the matching files' entries
@@ -113,8 +120,8 @@ class Navigator:
 
     def neighbors(self, item_id: str, depth: int = 1, budget_tokens: int | None = None
                   ) -> Navigation:  # fmt: skip
-        of, found = self.neighbours_of(item_id, depth)
-        form = neighbours_form(item_id.strip(), of, found, depth, find.FRONTIER)
+        of, found, uncertain = self._neighbours(item_id, depth)
+        form = neighbours_form(item_id.strip(), of, found, depth, find.FRONTIER, uncertain)
         return self._fit(answer_items(of, found), form, budget_tokens)
 
     def outline(self, path: str | None = None, budget_tokens: int | None = None) -> Navigation:

@@ -303,6 +303,8 @@ read before changing it, and what may break. Give a symbol id s_…, a chunk id 
 recall or any other answer) or a name. `of` lists the definitions it is about: of a name
 more than five share, the best five (`of_total` counts them all: pass an id for another).
 Depth 2 goes on from the first 200 direct neighbours (`depth_2_from` when there are more).
+`uncertain` counts uses of the name the graph cannot tie to a definition (a receiver of
+unknown type): callers it cannot tell; `references` lists them.
 
 {_GRAPH_ITEMS} Read-only."""
 

@@ -109,6 +109,9 @@ def test_uses_tied_to_no_definition_are_listed_after_the_others(tmp_path: Path) 
     assert calls.data["uncertain"] == 1 and "(1 of 1 shown)" in calls.text
     tight = nav.references("Store.lookup", budget_tokens=256)
     assert tight.tokens <= 256
+    around = nav.neighbors("Store.lookup")
+    assert [c["symbol"] for c in around.data["callers"]] == ["direct"]
+    assert around.data["uncertain"] == 2 and "any may be a caller" in around.text
 
 
 def test_symbol_names_the_module_before_its_stub_whichever_was_stored_first(tmp_path: Path
