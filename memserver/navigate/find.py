@@ -5,8 +5,9 @@ references to definitions, callers and callees, and outlines. No budget here (se
 from __future__ import annotations
 
 import bisect
+import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from memserver.core.errors import BadRequest
 from memserver.core.graph import CLASS_KINDS, Definition, StoredFile, only_declares
@@ -56,6 +57,44 @@ def symbols(g: GraphIndex, name: str) -> list[Definition]:
         found = g.by_id(text)
         return [found] if found is not None else []
     return best_first(g.lookup(text), text)
+
+
+# a folder's own module file (Python's package, a JS/TS folder's index, Rust's mod.rs): the
+# folder is the module (`pkg`, `./lib`, `a::b`)
+_PACKAGE_FILES = frozenset(
+    {"__init__.py", "__init__.pyi", "mod.rs", "index.js", "index.jsx", "index.mjs", "index.cjs",
+     "index.ts", "index.tsx"}
+)  # fmt: skip
+
+
+def modules_named(paths: Iterable[str], name: str, most: int = 3) -> list[str]:
+    """Files that `name` names as a module or a path (`pkg.mod`, `mod`, `lib/mod.js`,
+    `mod.py`, a package `pkg` by its `__init__.py`): what a name that defines nothing may be.
+    Exact ones first, then by length; at most `most`."""
+    text = name.strip().strip("/")
+    dotted = text.replace("/", ".").replace("::", ".")
+    if not text or not dotted.replace(".", "").replace("_", "").replace("-", "").isalnum():
+        return []
+    found: list[tuple[int, int, str]] = []
+    for path in paths:
+        stem = posixpath.splitext(path)[0].replace("/", ".")
+        head = stem.rpartition(".")[0]
+        package = head and posixpath.basename(path) in _PACKAGE_FILES
+        modules = (stem, head) if package else (stem,)
+        if path == text or dotted in modules:
+            found.append((0, len(path), path))
+        elif path.endswith("/" + text) or any(m.endswith("." + dotted) for m in modules):
+            found.append((1, len(path), path))
+    return [path for *_, path in sorted(found)[:most]]
+
+
+def module_outline(path: str) -> str:
+    """What `outline` takes for the module a file is: a package's folder (`pkg/` for
+    `pkg/__init__.py`), else the file."""
+    folder, base = posixpath.split(path)
+    if base in _PACKAGE_FILES and folder:
+        return folder + "/"
+    return path
 
 
 def best_first(hits: Sequence[Definition], text: str) -> list[Definition]:

@@ -118,18 +118,28 @@ def _head(item: SymbolItem) -> str:
 # -- symbol ------------------------------------------------------------------------------
 
 
-def symbols_form(name: str, items: Sequence[SymbolItem]) -> Callable[[int, bool], Form]:
+def symbols_form(name: str, items: Sequence[SymbolItem], modules: Sequence[str] = (),
+                 see: str = "") -> Callable[[int, bool], Form]:  # fmt: skip
+    """`modules`: when nothing is defined by that name, the files it names as a module
+    (`see`: what `outline` takes for the first)."""
+
     def render(n: int, truncated: bool) -> Form:
         shown = items[:n]
         status = f"symbol {echo(name)}: {len(items)} definition{'s' * (len(items) != 1)}"
-        if not items:
+        if modules:
+            status += (f"; it names the module {', '.join(one_line(m) for m in modules)}: "
+                       f"`outline {one_line(see or modules[0])}` lists what it defines"
+                       )  # fmt: skip
+        elif not items:
             status += "; none in the index: try the bare name, or recall"
         parts = [status + (TRUNCATED if truncated else "")]
         for item in shown:
             block = f"## {_head(item)} id {item.id}\n{item.signature}"
             parts.append(block + (f"\n  {item.doc}" if item.doc else ""))
-        data = {"name": name, "total": len(items),
-                "definitions": [item_dict(i, doc=True) for i in shown]}  # fmt: skip
+        data: dict[str, Any] = {"name": name, "total": len(items),
+                                "definitions": [item_dict(i, doc=True) for i in shown]}  # fmt: skip
+        if modules:
+            data["modules"] = list(modules)
         return "\n".join(parts), data
 
     return render

@@ -110,7 +110,10 @@ class Navigator:
 
     def symbol(self, name: str, budget_tokens: int | None = None) -> Navigation:
         items = self.symbols(name)
-        return self._fit(len(items), symbols_form(name.strip(), items), budget_tokens)
+        modules = [] if items else find.modules_named(self.graph().manifest, _name(name))
+        see = find.module_outline(modules[0]) if modules else ""
+        form = symbols_form(name.strip(), items, modules, see)
+        return self._fit(len(items), form, budget_tokens)
 
     def references(self, name_or_id: str, kinds: Sequence[str] = (),
                    budget_tokens: int | None = None) -> Navigation:  # fmt: skip

@@ -280,7 +280,8 @@ Where a name is defined: its definitions (a qualified name `Client.send`, a bare
 module path `pkg.utils.send`, a file and name `utils.py:send`, or an id s_… from another
 answer), best first, each with its signature line, the first line of its docstring, its
 span and its id (pass it to `references` or `neighbors`). Use it instead of grepping for
-`def send`.
+`def send`. A module's name (`pkg.utils`, `utils.py`) defines nothing: `modules` names its
+file, for `outline`.
 
 {_GRAPH_ITEMS} Read-only."""
 

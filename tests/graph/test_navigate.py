@@ -12,7 +12,7 @@ import pytest
 
 from memserver.core.errors import BadRequest
 from memserver.engine import Engine
-from memserver.navigate import rank
+from memserver.navigate import find, rank
 from memserver.navigate.items import OutlineEntry
 from memserver.navigate.service import Navigator
 from memserver.navigate.view import GraphIndex
@@ -58,6 +58,25 @@ def test_references_callers_and_neighbours(nav: Navigator) -> None:
         nav.neighbours_of("send_with_retry", depth=3)
     with pytest.raises(BadRequest, match="unknown reference kind"):
         nav.references_of("RetryPolicy", kinds=["calls"])
+
+
+def test_a_module_name_that_defines_nothing_is_shown_as_its_file(nav: Navigator) -> None:
+    """`symbol src.http_client` (or `http_client.py`): no definition has that name, but a
+    module does; the answer says which file it is and what to ask instead."""
+    for name in ("src.http_client", "http_client", "http_client.py", "src/http_client.py"):
+        answer = nav.symbol(name)
+        assert answer.data["modules"] == ["src/http_client.py"], name
+        assert "`outline src/http_client.py` lists what it defines" in answer.text
+    assert "modules" not in nav.symbol("no_such_name").data
+    paths = ["pkg/__init__.py", "pkg/mod.py", "web/lib/index.js", "web/lib/util.js",
+             "src/net/mod.rs", "other/pkg/mod.py"]  # fmt: skip
+    assert find.modules_named(paths, "pkg") == ["pkg/__init__.py"]
+    assert find.modules_named(paths, "pkg.mod") == ["pkg/mod.py", "other/pkg/mod.py"]
+    assert find.modules_named(paths, "lib") == ["web/lib/index.js"]
+    assert find.modules_named(paths, "net") == ["src/net/mod.rs"]
+    assert find.modules_named(paths, "a b") == [] and find.modules_named(paths, "") == []
+    assert find.module_outline("pkg/__init__.py") == "pkg/"
+    assert find.module_outline("pkg/mod.py") == "pkg/mod.py"
 
 
 def test_what_was_asked_is_repeated_on_one_line_and_cut_short(nav: Navigator) -> None:
