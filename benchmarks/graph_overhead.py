@@ -2,7 +2,7 @@
 against without it.
 
 Usage: python benchmarks/graph_overhead.py TREE [TREE ...] [--repeat 3] [--embedder none]
-                                           [--json] [--split] [--cli]
+                                           [--json] [--split] [--floor] [--cli]
 
 For each tree, cold index runs into fresh temporary index folders (the tree is only read),
 in-process, in turn: with the code graph as `memserver index` builds it (by default tags
@@ -40,6 +40,12 @@ or without it (the same patches, applied before the command runs), in turn; the 
 phase is the `seconds_to_search` of its JSON summary. Such a run is longer than one here
 (its first grammars and queries are in it), and its share of the graph smaller. Only the
 paired share is given.
+
+--floor also times runs without the graph beside a process in the idle scheduling class (as
+the tags worker runs) that only spins: what a second busy process costs the keyword phase
+on this machine whatever it does, paired with the runs without the graph as the graph's
+share is. On 2 shared cores it was +6.9 % (click), +7.1 % (cobra) and +7.5 % (mongoose),
+against +6.4 %, +5.6 % and +9.6 % for the graph (medians of 10, one run).
 
 --split also times the two halves of the graph's cost, in turn with the rest: its write
 ("tags ready": each file's tags made before the run, no worker, the rows written as
@@ -93,6 +99,25 @@ def _without_graph() -> Iterator[None]:
 
 _VARIANTS = ("without", "default", "worker", "in-process")
 _SPLIT = ("tags-ready", "no-write")
+_FLOOR = "idle-spinner"  # without the graph, beside a process that only spins (--floor)
+
+
+@contextmanager
+def _spinner() -> Iterator[None]:
+    """A process that does nothing but spin, in the idle scheduling class where the system
+    has one (as the tags worker runs), for as long as the block runs."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        idle = getattr(os, "SCHED_IDLE", None)
+        if idle is not None:
+            os.sched_setscheduler(proc.pid, idle, os.sched_param(0))
+        time.sleep(0.05)  # running before the run starts
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 SPAWNED: list[int] = []  # runs whose tags a worker made (counted for "default" runs)
 
 
@@ -173,6 +198,10 @@ def _run(tree: Path, embedder: str, variant: str) -> tuple[float, float, dict[st
         if variant == "without":
             with _without_graph():
                 report = engine.index(ci=True)
+        elif variant == _FLOOR:
+            with _spinner(), _without_graph():
+                cpu = time.process_time()  # the spinner's start is not the run's
+                report = engine.index(ci=True)
         elif variant in _SPLIT:
             with _forced_worker(True), _split(variant):
                 report = engine.index(ci=True)
@@ -197,8 +226,9 @@ def paired(with_: list[float], without: list[float], seed: int = 0) -> tuple[flo
     return statistics.median(shares), medians[49], medians[1949]
 
 
-def measure(tree: Path, repeat: int, embedder: str, split: bool = False) -> dict[str, Any]:
-    variants = _VARIANTS + _SPLIT if split else _VARIANTS
+def measure(tree: Path, repeat: int, embedder: str, split: bool = False, floor: bool = False
+            ) -> dict[str, Any]:  # fmt: skip
+    variants = _VARIANTS + (_SPLIT if split else ()) + ((_FLOOR,) if floor else ())
     for variant in variants:  # imports, grammars, queries, a first worker: outside timings
         _run(tree, "none", variant)
     runs: dict[str, list[tuple[float, float, dict[str, int]]]] = {v: [] for v in variants}
@@ -214,9 +244,13 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False) -> dict
     sized = _run(tree, embedder, "worker")[2] if embedder != "none" else runs["worker"][0][2]
     rest = sized["index"] - sized["graph"]
     base = wall["without"]
-    halves = {f"{v.replace('-', '_')}_share": round((wall[v] - base) / base, 4)
-              for v in _SPLIT if v in wall}  # fmt: skip
+    halves: dict[str, Any] = {f"{v.replace('-', '_')}_share": round((wall[v] - base) / base, 4)
+                              for v in _SPLIT if v in wall}  # fmt: skip
     share, low, high = paired([r[0] for r in runs["default"]], [r[0] for r in runs["without"]])
+    if floor:
+        spun = paired([r[0] for r in runs[_FLOOR]], [r[0] for r in runs["without"]])
+        halves["floor_paired_share"] = round(spun[0], 4)
+        halves["floor_paired_interval"] = [round(spun[1], 4), round(spun[2], 4)]
     return {
         "tree": tree.name,
         "keyword_phase_s": round(base, 3),
@@ -301,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--split", action="store_true",
                         help="also time the graph's write and its making apart")  # fmt: skip
+    parser.add_argument("--floor", action="store_true",
+                        help="also time runs beside an idle process that only spins")  # fmt: skip
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.cli:
@@ -315,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['paired_share']:+.1%}, 95 % interval {low:+.1%} .. {high:+.1%} "
                   f"({r['repeat']} repetitions)")  # fmt: skip
         return 0
-    results = [measure(t, max(1, args.repeat), args.embedder, args.split) for t in args.trees]
+    results = [measure(t, max(1, args.repeat), args.embedder, args.split, args.floor)
+               for t in args.trees]  # fmt: skip
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
@@ -335,6 +372,12 @@ def main(argv: list[str] | None = None) -> int:
         low, high = r["paired_interval"]
         print(f"{r['tree']:<12}paired share (run by run) {r['paired_share']:+.1%}, 95 % interval "
               f"{low:+.1%} .. {high:+.1%} ({r['repeat']} repetitions)")  # fmt: skip
+    for r in results:
+        if "floor_paired_share" in r:
+            low, high = r["floor_paired_interval"]
+            print(f"{r['tree']:<12}beside an idle-class process that only spins, without the "
+                  f"graph: paired share {r['floor_paired_share']:+.1%}, 95 % interval "
+                  f"{low:+.1%} .. {high:+.1%}")  # fmt: skip
     for r in results:
         if "tags_ready_share" in r:
             print(f"{r['tree']:<12}the write alone (tags ready) {r['tags_ready_share']:+.1%}, "

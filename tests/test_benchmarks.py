@@ -89,10 +89,12 @@ def test_the_graph_benchmarks_run_on_a_small_package(
     [timed] = json.loads(capsys.readouterr().out)
     assert timed["files"] == len(_PACKAGE) and timed["names"] == 4
     assert timed["outline_map_first_ms"] > 0 and timed["symbol_ms"]["p95"] > 0
-    assert graph_overhead.main([str(root), "--repeat", "2", "--json"]) == 0
+    assert graph_overhead.main([str(root), "--repeat", "2", "--floor", "--json"]) == 0
     [overhead] = json.loads(capsys.readouterr().out)
     low, high = overhead["paired_interval"]
     assert low <= overhead["paired_share"] <= high and overhead["graph_bytes"] > 0
+    low, high = overhead["floor_paired_interval"]
+    assert low <= overhead["floor_paired_share"] <= high
     assert graph_overhead.main([str(root), "--cli", "--repeat", "1", "--json"]) == 0
     [command] = json.loads(capsys.readouterr().out)
     assert command["keyword_phase_s"] > 0 and command["with_graph_s"] > 0
