@@ -13,7 +13,7 @@ from memserver.core.render import dumps, one_line
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 
 __all__ = [
-    "NAMED", "Head", "Navigation", "answer_items", "fit", "neighbours_form", "outline_form",
+    "NAMED", "Head", "Navigation", "answer_items", "echo", "fit", "neighbours_form", "outline_form",
     "outline_size", "references_form", "symbols_form",
 ]  # fmt: skip
 
