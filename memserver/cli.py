@@ -10,6 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -132,6 +133,9 @@ def index(
     heap.arrow_system_pool()  # a lower peak (see there)
     as_json = as_json or ci
     engine = _engine(path or root_opt, index_dir, embedder)
+    if engine.root_from_index and engine.root != Path.cwd().resolve():
+        click.echo(f"indexing {engine.root}: the project the index at {engine.index_dir} "
+                   "holds (name a PATH to index another)", err=True)  # fmt: skip
     if dry_run:
         from memserver.cli_format import dry_run_summary, print_dry_run
 
@@ -187,7 +191,8 @@ def import_(archive: str, root_opt: str | None, index_dir: str | None, embedder:
     Refuses another schema or embedder, and an existing index unless --force. Then run
     `memserver index` to process only what differs from the artifact's commit.
     """
-    result = _engine(root_opt, index_dir, embedder).import_artifact(archive, force=force)
+    # this checkout's: never the project an index already there was built from
+    result = _engine(root_opt or ".", index_dir, embedder).import_artifact(archive, force=force)
     if as_json:
         _emit_json(result)
         return

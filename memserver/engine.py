@@ -87,8 +87,14 @@ class Engine:
         env: Mapping[str, str] | None = None,
         embedder_flag: str | None = None,
     ) -> None:
+        # whether the project was named (else the current folder, or with an index named
+        # alone, the folder that index holds: `root_from_index`)
+        self.root_given = root is not None
+        self.root_from_index = False
         if root is None and index_dir:  # an index named, its project not: the one it holds
+            index_dir = Path(index_dir).expanduser().absolute()  # named from here
             root = recorded_root(index_dir)
+            self.root_from_index = root is not None
         self.root = resolve_root(root)
         settings = load_settings(self.root, env=env, overrides=overrides)
         chosen = Path(index_dir).expanduser() if index_dir else Path(settings.index.dir)
@@ -262,6 +268,7 @@ class Engine:
         git = head(self.root)
         name, dim = self.embedder_identity()
         key = (f"{name}|{dim}|{self.chunker_id()}|{git[0]}|{git[1]}|layout {STORE_LAYOUT}"
+               f"|root {self.root}"
                f"|memory vectors {self.settings.index.memory_vectors}"
                f"|{passages_id(self.settings.embedding.max_chars)}")  # fmt: skip
         saved = None if rebuild or ci else statecache.unchanged(self.index_dir, key, walked.files)
@@ -308,25 +315,44 @@ class Engine:
                 trust_marker=trust_marker, stop_embedding=stop_embedding,
             )  # fmt: skip
 
-    def _claim(self, store: IndexStore) -> None:
-        """An index holds one project: indexing another tree into it would remove every file
-        of the one it holds (their chunks closed, the memories about them stale). Refused
-        while that project is still where the index says, unless the index lives in this
-        tree (a copy of the project, its index with it); else this tree is the one it holds
-        from now on (the project moved)."""
-        held, here = store.meta.root, str(self.root)
-        if held == here:
+    def check_claim(self, held: str) -> None:
+        """Whether this tree may be indexed into an index that holds the tree at `held`. An
+        index holds one project: indexing another tree into it would remove every file
+        of the one it holds (their chunks closed, the memories about them stale). Allowed
+        when the index lives in this tree and the project it holds does not (a copy, or
+        the project moved, its index with it), or when that project is gone from where the
+        index says and this tree was named (it moved); refused otherwise."""
+        here = str(self.root)
+        if not held or held == here:
             return
-        elsewhere = held and Path(held).is_dir() and Path(held).resolve() != self.root
-        if elsewhere and not self.index_dir.is_relative_to(self.root):
+        was = Path(held).resolve()
+        if was == self.root:
+            return
+        carried = self.index_dir.is_relative_to(self.root) and not (
+            was.is_relative_to(self.root) or self.root.is_relative_to(was)
+        )  # the index in this tree, the project it holds neither around it nor in it
+        if carried or (not was.is_dir() and self.root_given):
+            return
+        hint = (f"give {here} an index of its own (another --index-dir), or pass --rebuild "
+                f"to make this index one of {here} (what it holds of {held} goes)")  # fmt: skip
+        if was.is_dir():
             raise IndexMismatch(
                 f"the index at {self.index_dir} holds {held}; indexing {here} into it would "
                 f"remove every file of {held} from it",
-                hint=f"give {here} an index of its own (another --index-dir), index {held} "
-                f"(`memserver index {held} --index-dir {self.index_dir}`), or pass --rebuild "
-                f"to make this index one of {here} (what it holds of {held} goes)",
+                hint=f"index {held} (`memserver index {held} --index-dir {self.index_dir}`), "
+                + hint,
             )
-        store.adopt_root(here)
+        raise IndexMismatch(
+            f"the index at {self.index_dir} holds {held}, which is gone; {here} was not named "
+            "as its new place",
+            hint=f"if the project moved, name it: `memserver index NEW-PLACE --index-dir "
+            f"{self.index_dir}`; else " + hint,
+        )
+
+    def _claim(self, store: IndexStore) -> None:
+        """`check_claim`, then this tree is the one the index holds (recorded)."""
+        self.check_claim(store.meta.root)
+        store.adopt_root(str(self.root))
 
     def indexer(
         self, store: IndexStore, *, progress: Progress | None = None,
@@ -463,8 +489,13 @@ class Engine:
 
     def watch(self, on_report: Callable[[IndexReport], Any] | None = None
               ) -> tuple[Watcher, LiveIndex]:  # fmt: skip
-        """A running watcher that keeps the index fresh (stop it with `.stop()`)."""
+        """A running watcher that keeps the index fresh (stop it with `.stop()`); refused
+        before it starts when the index holds another project (`check_claim`)."""
         from memserver.ingest.live import start_watching
+
+        meta = read_meta(self.index_dir)
+        if meta is not None:
+            self.check_claim(meta.root)
 
         return start_watching(self, on_report)
 

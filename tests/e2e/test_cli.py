@@ -10,6 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from memserver.cli import main
+from memserver.core.errors import IndexMismatch
+from memserver.engine import Engine
 
 INDEX_KEYS = {
     "files_indexed",
@@ -125,6 +127,12 @@ def test_an_index_named_alone_is_of_the_project_it_holds(
     assert code == 0 and report["root"] == str(sample_repo.resolve())
     assert report["files_indexed"] == 0 and report["chunks_removed"] == 0
 
+    monkeypatch.chdir(tmp_path)  # a relative --index-dir is named from here, read from here
+    status = json.loads(run("status", "--index-dir", "idx", "--json")[1])
+    assert status["index_dir"] == index and status["files"] == 4
+    assert run("index", "--index-dir", "idx", "--json")[0] == 0
+    assert not (sample_repo / "idx").exists()
+
 
 def test_another_tree_is_not_indexed_into_an_index_of_a_project(
     sample_repo: Path, tmp_path: Path
@@ -150,15 +158,26 @@ def test_another_tree_is_not_indexed_into_an_index_of_a_project(
     assert status["root"] == str(other.resolve()) and status["files"] == 1
 
 
-def test_a_moved_or_copied_project_keeps_its_index(sample_repo: Path, tmp_path: Path) -> None:
-    """A project whose folder moved (the index elsewhere), or a copy of it with its index
-    inside: indexed where it is now, nothing lost, and the index records the new place."""
+def test_a_moved_or_copied_project_keeps_its_index(
+    sample_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project whose folder moved (the index elsewhere), named where it is now, or a copy
+    of it with its index inside: indexed there, nothing lost, and the index records the new
+    place. Not named, the folder a command runs in is not taken for it."""
     index = str(tmp_path / "idx")
     run("index", str(sample_repo), "--index-dir", index, "--embedder", "hashing")
     assert run("remember", "retries back off exponentially", "--root", str(sample_repo),
                "--index-dir", index)[0] == 0  # fmt: skip
     before = json.loads(run("status", "--index-dir", index, "--json")[1])
     moved = sample_repo.rename(tmp_path / "moved")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.py").write_text("def unrelated():\n    return 1\n")
+    monkeypatch.chdir(elsewhere)
+    code, _, err = run("index", "--index-dir", index, "--json")
+    assert code == 4 and "which is gone" in err and "NEW-PLACE" in err
+    assert json.loads(run("status", "--root", str(moved), "--index-dir", index,
+                          "--json")[1])["files"] == 4  # fmt: skip
 
     code, out, _ = run("index", str(moved), "--index-dir", index, "--json")
     report = json.loads(out)
@@ -174,3 +193,27 @@ def test_a_moved_or_copied_project_keeps_its_index(sample_repo: Path, tmp_path: 
     assert code == 0 and json.loads(out)["chunks_removed"] == 0
     status = json.loads(run("status", "--root", str(copy), "--json")[1])
     assert status["root"] == str(copy.resolve()) and status["stale_files"] == []
+
+
+def test_an_index_inside_a_project_is_not_taken_by_the_folder_around_it(
+    sample_repo: Path, tmp_path: Path
+) -> None:
+    """The index of `repo/src` lives inside `repo` too: indexing `repo` with it would close
+    every file of `src` to open them again under other paths. Refused; and a copy of a
+    project, its index elsewhere, is refused even when every file is as the index saw it
+    (the run's shortcut for a tree that did not change is not taken for another tree)."""
+    inner = sample_repo / "src"
+    run("index", str(inner), "--embedder", "hashing")
+    code, _, err = run("index", str(sample_repo), "--index-dir", str(inner / ".memserver"))
+    assert code == 4 and f"holds {inner.resolve()}" in err
+    with pytest.raises(IndexMismatch):  # nor watched into it (before any file event)
+        Engine(sample_repo, inner / ".memserver", env={}).watch()
+
+    index = str(tmp_path / "idx")
+    run("index", str(sample_repo), "--index-dir", index, "--embedder", "hashing")
+    copy = tmp_path / "copy"
+    shutil.copytree(
+        sample_repo, copy, copy_function=shutil.copy2, ignore=shutil.ignore_patterns(".memserver")
+    )
+    code, _, err = run("index", str(copy), "--index-dir", index)
+    assert code == 4 and f"holds {sample_repo.resolve()}" in err
