@@ -8,11 +8,12 @@ import bisect
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import overload
 
 from memserver.core.errors import BadRequest
 from memserver.core.graph import CLASS_KINDS, Definition, StoredFile, only_declares
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
-from memserver.navigate.view import GraphIndex, RefAt
+from memserver.navigate.view import GraphIndex, RefAt, ref_place
 
 __all__ = [
     "SYMBOL_ID", "best_first", "definitions_for", "forest", "neighbours", "outline",
@@ -152,13 +153,54 @@ MAYBE_SHOWN = 500
 
 def unresolved(
     g: GraphIndex, targets: Sequence[Definition], kinds: Sequence[str] = (),
-    stale: Callable[[str], bool] = lambda _: False,
-) -> tuple[list[RefItem], int]:  # fmt: skip
+    stale: Callable[[str], bool] = lambda _: False, name: str = "",
+) -> tuple[Sequence[RefItem], int]:  # fmt: skip
     """The uses of the names of `targets` (of `kinds`, when given) that resolve to no
-    definition for sure, the first `MAYBE_SHOWN` of them, and how many there are."""
+    definition for sure, or without targets the uses of `name` (what is defined outside
+    the index, `_written_as`): the first `MAYBE_SHOWN` of them, made as they are read, and
+    how many."""
     wanted = set(kinds)
-    found = [at for at in g.unresolved(targets) if not wanted or at.ref.kind in wanted]
-    return [_ref_item(g, at, "", stale(at.ref.path)) for at in found[:MAYBE_SHOWN]], len(found)
+    uses = g.unresolved(targets) if targets else _written_as(g, name)
+    found = [at for at in uses if not wanted or at.ref.kind in wanted]
+    made = _Made(found[:MAYBE_SHOWN], lambda at: _ref_item(g, at, "", stale(at.ref.path)))
+    return made, len(found)
+
+
+def _written_as(g: GraphIndex, name: str) -> list[RefAt]:
+    """The uses of a name the index defines nothing by (`subprocess.run`, `requests.get`):
+    of its last part, written on that qualifier (`subprocess.run(…)`,
+    `from subprocess import run`) when it has one; in file and line order."""
+    dotted = name.rpartition(":")[2].replace("::", ".").replace("->", ".")
+    prefix, _, bare = dotted.rpartition(".")
+    uses = g.refs_named(bare)
+    if prefix:
+        last = prefix.rpartition(".")[2]
+        uses = [at for at in uses if at.ref.qualifier in (prefix, last)
+                or at.ref.qualifier.endswith("." + last)]  # fmt: skip
+    return sorted(uses, key=ref_place)
+
+
+class _Made(Sequence[RefItem]):
+    """References made into items only when read: an answer cut to its budget shows a few
+    of hundreds (each item may read its file to tell whether it changed on disk)."""
+
+    def __init__(self, found: Sequence[RefAt], make: Callable[[RefAt], RefItem]) -> None:
+        self._found, self._make = found, make
+        self._made: list[RefItem] = []
+
+    def __len__(self) -> int:
+        return len(self._found)
+
+    @overload
+    def __getitem__(self, at: int) -> RefItem: ...
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[RefItem]: ...
+    def __getitem__(self, at: int | slice) -> RefItem | Sequence[RefItem]:
+        wanted = range(len(self._found))[at]
+        last = max(wanted, default=-1) if isinstance(wanted, range) else wanted
+        while len(self._made) <= last:
+            self._made.append(self._make(self._found[len(self._made)]))
+        return self._made[at]
 
 
 def _ref_item(g: GraphIndex, at: RefAt, target: str, stale: bool) -> RefItem:

@@ -136,7 +136,7 @@ def symbols_form(name: str, items: Sequence[SymbolItem], modules: Sequence[str] 
         for item in shown:
             block = f"## {_head(item)} id {item.id}\n{item.signature}"
             parts.append(block + (f"\n  {item.doc}" if item.doc else ""))
-        data: dict[str, Any] = {"name": name, "total": len(items),
+        data: dict[str, Any] = {"name": echo(name), "total": len(items),
                                 "definitions": [item_dict(i, doc=True) for i in shown]}  # fmt: skip
         if modules:
             data["modules"] = list(modules)
@@ -207,13 +207,15 @@ def references_form(
         if not targets:
             status = f"references to {echo(asked)}: no definition of that name in the index"
         status += _more(targets, asked)
-        if uncertain:
+        if uncertain and not targets:
+            status += f"; {uncertain} uses of the name, listed below"
+        elif uncertain:
             status += (f"; {uncertain} more uses of the name resolve to no definition for "
                        "sure, listed after them (any may be one)")  # fmt: skip
         parts = [status + (TRUNCATED if truncated else "")]
         groups = _ref_groups(shown, parts)
         data = {
-            "name": asked, "targets": [item_dict(t) for t in named], "total": len(refs),
+            "name": echo(asked), "targets": [item_dict(t) for t in named], "total": len(refs),
             "files": groups, "uncertain": uncertain,
         }  # fmt: skip
         if unsure:
@@ -275,7 +277,8 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
         status += _more(of, asked)
         if uncertain:
             status += (f"; {uncertain} more uses of the name resolve to no definition for "
-                       "sure (any may be a caller: `references` lists them)")  # fmt: skip
+                       "sure (any may be one of its callers: `references` lists them)"
+                       )  # fmt: skip
         parts = [status + (TRUNCATED if truncated else "")]
         data: dict[str, Any] = {"of": [item_dict(i) for i in named], "callers": [],
                                 "callees": [], "uncertain": uncertain}  # fmt: skip

@@ -70,8 +70,9 @@ class Navigator:
 
     def _references(
         self, name_or_id: str, kinds: Sequence[str]
-    ) -> tuple[list[SymbolItem], list[RefItem], tuple[list[RefItem], int]]:
-        """`references_of`, with the first of the uses tied to no definition listed."""
+    ) -> tuple[list[SymbolItem], list[RefItem], tuple[Sequence[RefItem], int]]:
+        """`references_of`, with the first of the uses tied to no definition listed (of a
+        name the index defines nothing by, every use of it)."""
         g = self.graph()
         stale = self._stale(g)
         targets = find.definitions_for(g, _name(name_or_id))
@@ -79,7 +80,8 @@ class Navigator:
         wanted = _kinds(kinds)
         refs = find.references(g, best, wanted, stale)
         items = [find.symbol_item(g, d, stale(d.path)) for d in targets]
-        return items, refs, find.unresolved(g, best, wanted, stale)
+        asked = "" if targets else _name(name_or_id)
+        return items, refs, find.unresolved(g, best, wanted, stale, asked)
 
     def neighbours_of(self, item_id: str, depth: int = 1
                       ) -> tuple[list[SymbolItem], list[Neighbour]]:  # fmt: skip

@@ -36,7 +36,7 @@ from memserver.graph import MIN_CONFIDENCE, SymbolTable, resolve
 from memserver.graph.languages import exported_as
 from memserver.store.index import IndexStore
 
-__all__ = ["FileEntry", "GraphIndex", "GraphView", "RefAt"]
+__all__ = ["FileEntry", "GraphIndex", "GraphView", "RefAt", "ref_place"]
 
 _NONE: tuple[Definition, ...] = ()  # what most references resolve to, one object for all
 
@@ -337,7 +337,12 @@ class GraphIndex:
         of which may be one of them; in file and line order."""
         names = {d.name for d in targets}
         found = [at for name in names for at in self.refs_named(name) if not self.targets(at.ref)]
-        return sorted(found, key=lambda at: (at.ref.path, at.ref.line, at.ref.column))
+        return sorted(found, key=ref_place)
+
+
+def ref_place(at: RefAt) -> tuple[str, int, int]:
+    """Where a reference is: file, line, column (an order for lists of them)."""
+    return at.ref.path, at.ref.line, at.ref.column
 
 
 def _renamed(tags: FileTags) -> Iterator[tuple[str, str]]:

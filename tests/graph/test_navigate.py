@@ -90,6 +90,9 @@ def test_what_was_asked_is_repeated_on_one_line_and_cut_short(nav: Navigator) ->
         assert "x\\x0a## src/http_client.py" in answer.text.splitlines()[0]
     long = nav.symbol("y" * 10_000, None).text.splitlines()[0]
     assert long.startswith("symbol yyy") and "…: 0 definitions" in long and len(long) < 200
+    count = default_counter().count
+    for answer in (nav.symbol("z" * 3000, 256), nav.references("z" * 3000, (), 256)):
+        assert answer.tokens <= 256 and count(json.dumps(answer.data)) <= 256, answer.data
 
 
 def _indexed(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Engine]:
@@ -130,7 +133,21 @@ def test_uses_tied_to_no_definition_are_listed_after_the_others(tmp_path: Path) 
     assert tight.tokens <= 256
     around = nav.neighbors("Store.lookup")
     assert [c["symbol"] for c in around.data["callers"]] == ["direct"]
-    assert around.data["uncertain"] == 2 and "any may be a caller" in around.text
+    assert around.data["uncertain"] == 2 and "any may be one of its callers" in around.text
+
+    outside = nav.references("registry.lookup")  # defined nowhere: its uses on that name
+    assert "no definition of that name in the index; 2 uses of the name" in outside.text
+    assert [[u["line"] for u in f["references"]] for f in outside.data["maybe"]] == [[7, 8]]
+    assert nav.references("other.lookup").data["uncertain"] == 0
+
+
+def test_uses_are_made_into_items_only_as_far_as_an_answer_reads_them() -> None:
+    made: list[int] = []
+    items = find._Made(list(range(10)), lambda at: made.append(at) or at)  # type: ignore[arg-type]
+    assert len(items) == 10 and made == []
+    assert list(items[:3]) == [0, 1, 2] and made == [0, 1, 2]
+    assert items[1] == 1 and list(items[:2]) == [0, 1] and made == [0, 1, 2]
+    assert items[-1] == 9 and len(made) == 10
 
 
 def test_symbol_names_the_module_before_its_stub_whichever_was_stored_first(tmp_path: Path
