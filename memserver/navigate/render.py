@@ -208,10 +208,11 @@ def references_form(
             status = f"references to {echo(asked)}: no definition of that name in the index"
         status += _more(targets, asked)
         if uncertain and not targets:
-            status += f"; {uncertain} uses of the name, listed below"
+            status += f"; {_uses(uncertain)} of the name, listed below"
         elif uncertain:
-            status += (f"; {uncertain} more uses of the name resolve to no definition for "
-                       "sure, listed after them (any may be one)")  # fmt: skip
+            status += (f"; {_uses(uncertain, 'more ')} of the name "
+                       f"{'resolve' if uncertain != 1 else 'resolves'} to no definition for sure, "
+                       "listed after them (any may be one)")  # fmt: skip
         parts = [status + (TRUNCATED if truncated else "")]
         groups = _ref_groups(shown, parts)
         data = {
@@ -227,6 +228,10 @@ def references_form(
         return "\n".join(parts), data
 
     return render
+
+
+def _uses(n: int, more: str = "") -> str:
+    return f"{n} {more}use{'s' * (n != 1)}"
 
 
 def _ref_groups(refs: Sequence[RefItem], parts: list[str]) -> list[dict[str, Any]]:
@@ -276,9 +281,9 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
             status = f"neighbours of {echo(asked)}: nothing by that id or name in the index"
         status += _more(of, asked)
         if uncertain:
-            status += (f"; {uncertain} more uses of the name resolve to no definition for "
-                       "sure (any may be one of its callers: `references` lists them)"
-                       )  # fmt: skip
+            status += (f"; {_uses(uncertain, 'more ')} of the name "
+                       f"{'resolve' if uncertain != 1 else 'resolves'} to no definition for sure "
+                       "(any may be one of its callers: `references` lists them)")  # fmt: skip
         parts = [status + (TRUNCATED if truncated else "")]
         data: dict[str, Any] = {"of": [item_dict(i) for i in named], "callers": [],
                                 "callees": [], "uncertain": uncertain}  # fmt: skip
