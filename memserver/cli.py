@@ -72,7 +72,12 @@ def index_options(fn: F) -> F:
 def _engine(root: str | None, index_dir: str | None, embedder: str | None = None) -> Any:
     from memserver.engine import Engine
 
-    return Engine(root, index_dir, embedder_flag=embedder)
+    engine = Engine(root, index_dir, embedder_flag=embedder)
+    if engine.held_gone:
+        click.echo(f"note: the project the index at {engine.index_dir} holds, "
+                   f"{engine.held_gone}, is gone; reading {engine.root} instead (name the "
+                   "project's new place with PATH or --root)", err=True)  # fmt: skip
+    return engine
 
 
 def _is_tty() -> bool:
@@ -139,6 +144,8 @@ def index(
     if dry_run:
         from memserver.cli_format import dry_run_summary, print_dry_run
 
+        if not rebuild:
+            engine.check_claim_now()  # what the run would refuse
         summary = dry_run_summary(engine)
         _emit_json(summary) if as_json else print_dry_run(summary)
         return
@@ -635,7 +642,10 @@ def _review_page(backend: Any, options: Any, token: str | None) -> Any:
 def _register_serve() -> None:
     from memserver.server.cli_command import serve_command
 
-    main.add_command(serve_command(review_page=_review_page))
+    command = serve_command(review_page=_review_page)
+    if command.callback is not None:  # its own errors (a watcher refused) as every command's
+        command.callback = handle_errors(command.callback)
+    main.add_command(command)
 
 
 _register_serve()

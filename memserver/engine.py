@@ -91,18 +91,25 @@ class Engine:
         # alone, the folder that index holds: `root_from_index`)
         self.root_given = root is not None
         self.root_from_index = False
+        if index_dir:  # a named index is named from here (a configured one, from the root)
+            index_dir = Path(index_dir).expanduser().absolute()
         if root is None and index_dir:  # an index named, its project not: the one it holds
-            index_dir = Path(index_dir).expanduser().absolute()  # named from here
             root = recorded_root(index_dir)
             self.root_from_index = root is not None
         self.root = resolve_root(root)
         settings = load_settings(self.root, env=env, overrides=overrides)
-        chosen = Path(index_dir).expanduser() if index_dir else Path(settings.index.dir)
+        chosen = Path(index_dir) if index_dir else Path(settings.index.dir)
         self.index_dir = (chosen if chosen.is_absolute() else self.root / chosen).resolve()
+        self.own_index = self.index_dir == (self.root / settings.index.dir).resolve()
         try:
             meta = read_meta(self.index_dir)
         except StoreError:
             meta = None  # reported by whichever command opens the store (or fixed by --rebuild)
+        # the project the index holds, when it is gone from where the index says and no
+        # project was named: the commands work on the current folder meanwhile
+        self.held_gone = ""
+        if meta is not None and not self.root_given and meta.root != str(self.root):
+            self.held_gone = "" if meta.root and Path(meta.root).is_dir() else meta.root
         if embedder_flag:
             settings = dataclasses.replace(
                 settings, embedding=dataclasses.replace(settings.embedding, model=embedder_flag)
@@ -319,35 +326,46 @@ class Engine:
         """Whether this tree may be indexed into an index that holds the tree at `held`. An
         index holds one project: indexing another tree into it would remove every file
         of the one it holds (their chunks closed, the memories about them stale). Allowed
-        when the index lives in this tree and the project it holds does not (a copy, or
-        the project moved, its index with it), or when that project is gone from where the
-        index says and this tree was named (it moved); refused otherwise."""
+        when the index is this tree's own (`<root>/.memserver`, or one named with the tree)
+        and the project it holds is neither around this tree nor in it (a copy, or the
+        project moved, its index with it), or when that project is gone from where the
+        index says (or it says nowhere) and this tree was named (it moved); refused
+        otherwise."""
         here = str(self.root)
-        if not held or held == here:
+        if held == here:
             return
-        was = Path(held).resolve()
+        was = Path(held).resolve() if held else None
         if was == self.root:
             return
-        carried = self.index_dir.is_relative_to(self.root) and not (
-            was.is_relative_to(self.root) or self.root.is_relative_to(was)
+        carried = (self.own_index or self.root_given) and (
+            self.index_dir.is_relative_to(self.root)
+            and was is not None
+            and not (was.is_relative_to(self.root) or self.root.is_relative_to(was))
         )  # the index in this tree, the project it holds neither around it nor in it
-        if carried or (not was.is_dir() and self.root_given):
+        gone = was is None or not was.is_dir()
+        if carried or (gone and self.root_given):
             return
         hint = (f"give {here} an index of its own (another --index-dir), or pass --rebuild "
-                f"to make this index one of {here} (what it holds of {held} goes)")  # fmt: skip
-        if was.is_dir():
+                f"to make this index one of {here} (what it holds now goes)")  # fmt: skip
+        if not gone:
             raise IndexMismatch(
                 f"the index at {self.index_dir} holds {held}; indexing {here} into it would "
                 f"remove every file of {held} from it",
                 hint=f"index {held} (`memserver index {held} --index-dir {self.index_dir}`), "
                 + hint,
             )
+        where = f"holds {held}, which is gone" if held else "records no project folder"
         raise IndexMismatch(
-            f"the index at {self.index_dir} holds {held}, which is gone; {here} was not named "
-            "as its new place",
+            f"the index at {self.index_dir} {where}; {here} was not named as its project",
             hint=f"if the project moved, name it: `memserver index NEW-PLACE --index-dir "
             f"{self.index_dir}`; else " + hint,
         )
+
+    def check_claim_now(self) -> None:
+        """`check_claim` against the index's record, when there is an index."""
+        meta = read_meta(self.index_dir)
+        if meta is not None:
+            self.check_claim(meta.root)
 
     def _claim(self, store: IndexStore) -> None:
         """`check_claim`, then this tree is the one the index holds (recorded)."""
@@ -493,9 +511,7 @@ class Engine:
         before it starts when the index holds another project (`check_claim`)."""
         from memserver.ingest.live import start_watching
 
-        meta = read_meta(self.index_dir)
-        if meta is not None:
-            self.check_claim(meta.root)
+        self.check_claim_now()
 
         return start_watching(self, on_report)
 

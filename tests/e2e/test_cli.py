@@ -131,6 +131,7 @@ def test_an_index_named_alone_is_of_the_project_it_holds(
     status = json.loads(run("status", "--index-dir", "idx", "--json")[1])
     assert status["index_dir"] == index and status["files"] == 4
     assert run("index", "--index-dir", "idx", "--json")[0] == 0
+    assert run("index", str(sample_repo), "--index-dir", "idx", "--json")[0] == 0
     assert not (sample_repo / "idx").exists()
 
 
@@ -173,9 +174,14 @@ def test_a_moved_or_copied_project_keeps_its_index(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "notes.py").write_text("def unrelated():\n    return 1\n")
-    monkeypatch.chdir(elsewhere)
-    code, _, err = run("index", "--index-dir", index, "--json")
-    assert code == 4 and "which is gone" in err and "NEW-PLACE" in err
+    for here in (elsewhere, tmp_path):  # the folder above the index is not taken either
+        monkeypatch.chdir(here)
+        code, _, err = run("index", "--index-dir", index, "--json")
+        assert code == 4 and "which is gone" in err and "NEW-PLACE" in err
+        code, _, err = run("index", "--index-dir", index, "--dry-run")
+        assert code == 4 and "which is gone" in err
+        code, _, err = run("status", "--index-dir", index)
+        assert code == 0 and f"{sample_repo.resolve()}, is gone; reading {here}" in err
     assert json.loads(run("status", "--root", str(moved), "--index-dir", index,
                           "--json")[1])["files"] == 4  # fmt: skip
 
@@ -208,6 +214,9 @@ def test_an_index_inside_a_project_is_not_taken_by_the_folder_around_it(
     assert code == 4 and f"holds {inner.resolve()}" in err
     with pytest.raises(IndexMismatch):  # nor watched into it (before any file event)
         Engine(sample_repo, inner / ".memserver", env={}).watch()
+    code, _, err = run("serve", "--root", str(sample_repo), "--index-dir",
+                       str(inner / ".memserver"), "--watch")  # fmt: skip
+    assert code == 4 and f"holds {inner.resolve()}" in err
 
     index = str(tmp_path / "idx")
     run("index", str(sample_repo), "--index-dir", index, "--embedder", "hashing")
@@ -217,3 +226,20 @@ def test_an_index_inside_a_project_is_not_taken_by_the_folder_around_it(
     )
     code, _, err = run("index", str(copy), "--index-dir", index)
     assert code == 4 and f"holds {sample_repo.resolve()}" in err
+
+
+def test_an_index_that_records_no_project_is_taken_only_by_a_named_one(
+    sample_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index from before projects were recorded says nowhere: a tree named is taken for
+    it, the folder a command runs in is not."""
+    index = tmp_path / "idx"
+    run("index", str(sample_repo), "--index-dir", str(index), "--embedder", "hashing")
+    meta = json.loads((index / "meta.json").read_text())
+    (index / "meta.json").write_text(json.dumps({**meta, "root": ""}))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run("index", "--index-dir", str(index))
+    assert code == 4 and "records no project folder" in err
+    code, out, _ = run("index", str(sample_repo), "--index-dir", str(index), "--json")
+    assert code == 0 and json.loads(out)["chunks_removed"] == 0
+    assert json.loads((index / "meta.json").read_text())["root"] == str(sample_repo.resolve())
