@@ -166,11 +166,15 @@ def unresolved(
     return made, len(found)
 
 
+_FILE_PART = re.compile(r"(?<!:):(?!:)")  # a single colon: after a file's name
+
+
 def _written_as(g: GraphIndex, name: str) -> list[RefAt]:
     """The uses of a name the index defines nothing by (`subprocess.run`, `requests.get`):
     of its last part, written on that qualifier (`subprocess.run(…)`,
     `from subprocess import run`) when it has one; in file and line order."""
-    dotted = name.rpartition(":")[2].replace("::", ".").replace("->", ".")
+    text = _FILE_PART.split(name.strip())[-1]  # `utils.py:send`, not `std::fs::read`
+    dotted = text.replace("::", ".").replace("->", ".")
     prefix, _, bare = dotted.rpartition(".")
     uses = g.refs_named(bare)
     if prefix:
@@ -196,11 +200,13 @@ class _Made(Sequence[RefItem]):
     @overload
     def __getitem__(self, at: slice) -> Sequence[RefItem]: ...
     def __getitem__(self, at: int | slice) -> RefItem | Sequence[RefItem]:
-        wanted = range(len(self._found))[at]
+        wanted = range(len(self._found))[at]  # the places asked for, as non-negative ones
         last = max(wanted, default=-1) if isinstance(wanted, range) else wanted
         while len(self._made) <= last:
             self._made.append(self._make(self._found[len(self._made)]))
-        return self._made[at]
+        if isinstance(wanted, range):
+            return [self._made[i] for i in wanted]
+        return self._made[wanted]
 
 
 def _ref_item(g: GraphIndex, at: RefAt, target: str, stale: bool) -> RefItem:

@@ -13,8 +13,8 @@ from memserver.core.render import dumps, one_line
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 
 __all__ = [
-    "NAMED", "Head", "Navigation", "answer_items", "echo", "fit", "neighbours_form", "outline_form",
-    "outline_size", "references_form", "symbols_form",
+    "ITEM_TOKENS", "NAMED", "Head", "Navigation", "answer_items", "echo", "fit",
+    "neighbours_form", "outline_form", "outline_size", "references_form", "symbols_form",
 ]  # fmt: skip
 
 STALE = " [changed since indexed: re-read the file]"
@@ -164,6 +164,11 @@ def _in(r: RefItem) -> str:
 # their references or neighbours (`answer_items`), so `fit` keeps it within the budget
 # however many definitions a name has (a bare `get` names 54 in Django, `__init__` 845).
 NAMED = 5
+
+
+# About the tokens a definition or a reference adds to an answer's JSON form (the longer
+# one): an id, a path or a chunk id, lines, the expression and the definition around it.
+ITEM_TOKENS = 60
 
 
 def answer_items(about: Sequence[SymbolItem], found: Sequence[object]) -> int:

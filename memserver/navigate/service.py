@@ -22,6 +22,7 @@ from memserver.core.requests import check_budget, check_path_filter, check_size
 from memserver.navigate import find, rank
 from memserver.navigate.items import FileOutline, Neighbour, OutlineEntry, RefItem, SymbolItem
 from memserver.navigate.render import (
+    ITEM_TOKENS,
     NAMED,
     Form,
     Navigation,
@@ -121,7 +122,9 @@ class Navigator:
                    budget_tokens: int | None = None) -> Navigation:  # fmt: skip
         targets, refs, (maybe, uncertain) = self._references(name_or_id, kinds)
         form = references_form(name_or_id.strip(), targets, refs, uncertain, maybe)
-        return self._fit(answer_items(targets, [*refs, *maybe]), form, budget_tokens)
+        total = answer_items(targets, refs) + len(maybe)
+        sizes = [ITEM_TOKENS] * total  # a long answer starts near its cut: few uses made
+        return self._fit(total, form, budget_tokens, sizes)
 
     def neighbors(self, item_id: str, depth: int = 1, budget_tokens: int | None = None
                   ) -> Navigation:  # fmt: skip

@@ -139,6 +139,23 @@ def test_uses_tied_to_no_definition_are_listed_after_the_others(tmp_path: Path) 
     assert "no definition of that name in the index; 2 uses of the name" in outside.text
     assert [[u["line"] for u in f["references"]] for f in outside.data["maybe"]] == [[7, 8]]
     assert nav.references("other.lookup").data["uncertain"] == 0
+    for written in ("  registry.lookup ", "use.py:registry.lookup", "registry::lookup"):
+        assert nav.references(written).data["uncertain"] == 2, written
+
+
+def test_an_answer_cut_short_makes_only_the_uses_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = "".join(f"def use{i}(r):\n    return r.lookup({i})\n\n" for i in range(60))
+    files = {"store.py": "class Store:\n    def lookup(self, key):\n        return key\n",
+             "use.py": calls}  # fmt: skip
+    nav = _indexed(tmp_path, files)[1].navigator()
+    made: list[object] = []
+    real = find._ref_item
+    monkeypatch.setattr(find, "_ref_item", lambda *a: made.append(a) or real(*a))
+    answer = nav.references("Store.lookup", budget_tokens=256)
+    shown = sum(len(f["references"]) for f in answer.data.get("maybe", []))
+    assert answer.data["uncertain"] == 60 and 0 < shown < len(made) < 60
 
 
 def test_uses_are_made_into_items_only_as_far_as_an_answer_reads_them() -> None:
@@ -148,6 +165,8 @@ def test_uses_are_made_into_items_only_as_far_as_an_answer_reads_them() -> None:
     assert list(items[:3]) == [0, 1, 2] and made == [0, 1, 2]
     assert items[1] == 1 and list(items[:2]) == [0, 1] and made == [0, 1, 2]
     assert items[-1] == 9 and len(made) == 10
+    assert items[-2] == 8 and list(items[:-8]) == [0, 1] and list(items[1:-7]) == [1, 2]
+    assert list(items[::-4]) == [9, 5, 1] and list(items[10:]) == []
 
 
 def test_symbol_names_the_module_before_its_stub_whichever_was_stored_first(tmp_path: Path
