@@ -106,12 +106,16 @@ def _indexed(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Engine]:
 def test_uses_tied_to_no_definition_are_listed_after_the_others(tmp_path: Path) -> None:
     """A call through a receiver of unknown type (`registry.lookup(...)` on whatever a
     function was given) may be a use of the method asked about: `references` lists such
-    calls after the ones it resolves, marked, counted, and of the kinds asked for."""
+    calls after the ones it resolves, marked, counted, and of the kinds asked for; not a
+    bare `lookup(3)` (in Python a method is named on its object), nor a use in JavaScript
+    (another language family)."""
     files = {
         "store.py": "class Store:\n    def lookup(self, key):\n        return key\n",
         "use.py": ("from store import Store\n\n"
                    "def direct():\n    return Store().lookup(1)\n\n"
-                   "def given(registry):\n    registry.lookup(2)\n    return registry.lookup\n"),
+                   "def given(registry):\n    registry.lookup(2)\n    return registry.lookup\n"
+                   "\n\ndef bare():\n    return lookup(3)\n"),
+        "web/app.js": "function show(s) { return s.lookup('a'); }\n",
     }  # fmt: skip
     nav = _indexed(tmp_path, files)[1].navigator()
     _, refs, uncertain = nav.references_of("Store.lookup")
