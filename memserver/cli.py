@@ -33,8 +33,9 @@ def _fail(err: MemserverError) -> None:
     sys.exit(err.exit_code)
 
 
-def handle_errors(fn: F) -> F:
-    """Map our errors to a message, a hint and an exit code; Ctrl-C to exit 130."""
+def handle_errors(fn: F, *, interrupted: bool = True) -> F:
+    """Map our errors to a message, a hint and an exit code; Ctrl-C to exit 130 (unless
+    not `interrupted`: a command that stops on Ctrl-C as its way to end)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -43,6 +44,8 @@ def handle_errors(fn: F) -> F:
         except MemserverError as err:
             _fail(err)
         except KeyboardInterrupt:
+            if not interrupted:
+                raise
             click.echo(
                 "interrupted: finished batches are kept; run the command again to resume", err=True
             )
@@ -69,11 +72,16 @@ def index_options(fn: F) -> F:
     return fn
 
 
-def _engine(root: str | None, index_dir: str | None, embedder: str | None = None) -> Any:
+def _engine(root: str | None, index_dir: str | None, embedder: str | None = None,
+            note: bool = True) -> Any:  # fmt: skip
     from memserver.engine import Engine
 
+    context = click.get_current_context(silent=True)
+    source = context.get_parameter_source("index_dir") if context is not None else None
+    if root is None and source is click.core.ParameterSource.ENVIRONMENT:
+        root = "."  # an index set for every command ($MEMSERVER_INDEX_DIR): this folder's
     engine = Engine(root, index_dir, embedder_flag=embedder)
-    if engine.held_gone:
+    if engine.held_gone and note:
         click.echo(f"note: the project the index at {engine.index_dir} holds, "
                    f"{engine.held_gone}, is gone; reading {engine.root} instead (name the "
                    "project's new place with PATH or --root)", err=True)  # fmt: skip
@@ -137,7 +145,7 @@ def index(
 
     heap.arrow_system_pool()  # a lower peak (see there)
     as_json = as_json or ci
-    engine = _engine(path or root_opt, index_dir, embedder)
+    engine = _engine(path or root_opt, index_dir, embedder, note=False)  # it refuses instead
     if engine.root_from_index and engine.root != Path.cwd().resolve():
         click.echo(f"indexing {engine.root}: the project the index at {engine.index_dir} "
                    "holds (name a PATH to index another)", err=True)  # fmt: skip
@@ -643,8 +651,8 @@ def _register_serve() -> None:
     from memserver.server.cli_command import serve_command
 
     command = serve_command(review_page=_review_page)
-    if command.callback is not None:  # its own errors (a watcher refused) as every command's
-        command.callback = handle_errors(command.callback)
+    if command.callback is not None:  # its errors (a watcher refused) as every command's
+        command.callback = handle_errors(command.callback, interrupted=False)
     main.add_command(command)
 
 

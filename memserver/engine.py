@@ -66,6 +66,14 @@ def recorded_root(index_dir: str | Path) -> str | None:
     return meta.root
 
 
+def _same_folder(a: Path, b: Path) -> bool:
+    """Whether two paths are one folder (on a case-insensitive disk, `Proj` is `proj`)."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
 def resolve_root(root: str | Path | None) -> Path:
     path = Path(root or ".").expanduser()
     if not path.exists():
@@ -91,14 +99,13 @@ class Engine:
         # alone, the folder that index holds: `root_from_index`)
         self.root_given = root is not None
         self.root_from_index = False
-        if index_dir:  # a named index is named from here (a configured one, from the root)
-            index_dir = Path(index_dir).expanduser().absolute()
         if root is None and index_dir:  # an index named, its project not: the one it holds
+            index_dir = Path(index_dir).expanduser().absolute()  # named from here
             root = recorded_root(index_dir)
             self.root_from_index = root is not None
         self.root = resolve_root(root)
         settings = load_settings(self.root, env=env, overrides=overrides)
-        chosen = Path(index_dir) if index_dir else Path(settings.index.dir)
+        chosen = Path(index_dir).expanduser() if index_dir else Path(settings.index.dir)
         self.index_dir = (chosen if chosen.is_absolute() else self.root / chosen).resolve()
         self.own_index = self.index_dir == (self.root / settings.index.dir).resolve()
         try:
@@ -335,7 +342,7 @@ class Engine:
         if held == here:
             return
         was = Path(held).resolve() if held else None
-        if was == self.root:
+        if was is not None and (was == self.root or _same_folder(was, self.root)):
             return
         carried = (self.own_index or self.root_given) and (
             self.index_dir.is_relative_to(self.root)

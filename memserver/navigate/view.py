@@ -33,12 +33,11 @@ from memserver.core.graph import (
 )  # fmt: skip
 from memserver.core.types import FileRecord
 from memserver.graph import MIN_CONFIDENCE, SymbolTable, resolve
-from memserver.graph.languages import exported_as, family, rules
+from memserver.graph.languages import exported_as, family
 from memserver.store.index import IndexStore
 
 __all__ = ["FileEntry", "GraphIndex", "GraphView", "RefAt", "ref_place"]
 
-_MEMBERS = frozenset({"method", "field"})  # definitions a class's objects carry
 _NONE: tuple[Definition, ...] = ()  # what most references resolve to, one object for all
 
 
@@ -335,25 +334,17 @@ class GraphIndex:
     def unresolved(self, targets: Sequence[Definition]) -> list[RefAt]:
         """References named like `targets` that resolve to nothing confidently (a receiver
         of unknown type, a name several definitions share): uses the graph cannot tie, any
-        of which may be one of them; in file and line order. Only uses in the targets'
-        language families (a Python method is not used from JavaScript), and of methods and
-        fields, no bare name where a member is always named on its object (Python's
-        `filter(…)` is not `QuerySet.filter`; Java's may be, on `this`)."""
+        of which may be one of them; in file and line order; only in the targets' language
+        families (a Python method is not used from JavaScript)."""
         names = {d.name for d in targets}
         families = {family(d.language) for d in targets}
-        members = all(d.kind in _MEMBERS for d in targets)
         found = []
         for name in names:
             for at in self.refs_named(name):
                 tags = self.tags(at.ref.path)
-                language = tags.language if tags is not None else ""
-                if (
-                    self.targets(at.ref)
-                    or (language and family(language) not in families)
-                    or (members and not at.ref.qualifier and not rules(language).implicit_self)
-                ):
-                    continue
-                found.append(at)
+                elsewhere = tags is not None and family(tags.language) not in families
+                if not elsewhere and not self.targets(at.ref):
+                    found.append(at)
         return sorted(found, key=ref_place)
 
 

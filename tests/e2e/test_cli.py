@@ -131,7 +131,6 @@ def test_an_index_named_alone_is_of_the_project_it_holds(
     status = json.loads(run("status", "--index-dir", "idx", "--json")[1])
     assert status["index_dir"] == index and status["files"] == 4
     assert run("index", "--index-dir", "idx", "--json")[0] == 0
-    assert run("index", str(sample_repo), "--index-dir", "idx", "--json")[0] == 0
     assert not (sample_repo / "idx").exists()
 
 
@@ -243,3 +242,27 @@ def test_an_index_that_records_no_project_is_taken_only_by_a_named_one(
     code, out, _ = run("index", str(sample_repo), "--index-dir", str(index), "--json")
     assert code == 0 and json.loads(out)["chunks_removed"] == 0
     assert json.loads((index / "meta.json").read_text())["root"] == str(sample_repo.resolve())
+
+
+def test_an_index_set_for_every_command_is_this_folders(
+    sample_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$MEMSERVER_INDEX_DIR (a CI cache, say) names the index of the folder a command runs
+    in: a new checkout somewhere else takes it once the old one is gone, and is refused
+    while the old one is still there."""
+    index = str(tmp_path / "cache")
+    run("index", str(sample_repo), "--index-dir", index, "--embedder", "hashing")
+    checkout = tmp_path / "checkout2"
+    shutil.copytree(sample_repo, checkout)
+    monkeypatch.chdir(checkout)
+
+    def from_env(*args: str) -> tuple[int, str, str]:
+        result = CliRunner().invoke(main, list(args), env={"MEMSERVER_INDEX_DIR": index})
+        return result.exit_code, result.stdout, result.stderr
+
+    code, _, err = from_env("index", "--json")
+    assert code == 4 and f"holds {sample_repo.resolve()}" in err
+    shutil.rmtree(sample_repo)
+    code, out, _ = from_env("index", "--json")
+    assert code == 0 and json.loads(out)["root"] == str(checkout.resolve())
+    assert json.loads(out)["chunks_removed"] == 0
