@@ -215,9 +215,7 @@ def references_form(
         if uncertain and not targets:
             status += f"; {_uses(uncertain)} of the name, listed below"
         elif uncertain:
-            status += (f"; {_uses(uncertain, 'more ')} of the name "
-                       f"{'resolve' if uncertain != 1 else 'resolves'} to no definition for sure, "
-                       "listed after them (any may be one)")  # fmt: skip
+            status += f"; {_untied(uncertain)}, listed after them (any may be one)"
         parts = [status + (TRUNCATED if truncated else "")]
         groups = _ref_groups(shown, parts)
         data = {
@@ -237,6 +235,12 @@ def references_form(
 
 def _uses(n: int, more: str = "") -> str:
     return f"{n} {more}use{'s' * (n != 1)}"
+
+
+def _untied(n: int) -> str:
+    """How many more uses of the name resolve to no definition for sure."""
+    verb = "resolve" if n != 1 else "resolves"
+    return f"{_uses(n, 'more ')} of the name {verb} to no definition for sure"
 
 
 def _ref_groups(refs: Sequence[RefItem], parts: list[str]) -> list[dict[str, Any]]:
@@ -286,9 +290,8 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
             status = f"neighbours of {echo(asked)}: nothing by that id or name in the index"
         status += _more(of, asked)
         if uncertain:
-            status += (f"; {_uses(uncertain, 'more ')} of the name "
-                       f"{'resolve' if uncertain != 1 else 'resolves'} to no definition for sure "
-                       "(any may be one of its callers: `references` lists them)")  # fmt: skip
+            status += (f"; {_untied(uncertain)} (any may be one of its callers: `references` "
+                       "lists them)")  # fmt: skip
         parts = [status + (TRUNCATED if truncated else "")]
         data: dict[str, Any] = {"of": [item_dict(i) for i in named], "callers": [],
                                 "callees": [], "uncertain": uncertain}  # fmt: skip

@@ -329,7 +329,7 @@ class GraphIndex:
             if at.ref.kind == "import" and wanted.intersection(self.targets(at.ref))
         ]  # fmt: skip
         once = {(a.ref.path, a.ref.line, a.ref.column, a.ref.name): a for a in found}
-        return sorted(once.values(), key=lambda a: (a.ref.path, a.ref.line, a.ref.column))
+        return sorted(once.values(), key=ref_place)
 
     def unresolved(self, targets: Sequence[Definition]) -> list[RefAt]:
         """References named like `targets` that resolve to nothing confidently (a receiver
