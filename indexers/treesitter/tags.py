@@ -811,7 +811,10 @@ class _Extractor:
             if alias is None and name is not None and (statement.id, name.start_byte) in aliased:
                 continue  # …and `import a.b.C as D` the one for `import a.b.C`
             name_text = _clean(self._text(name)) if name is not None else ""
-            module_text = _module_text(self._text(module), name_text) if module is not None else ""
+            module_text = ""
+            if module is not None:  # the name cut off only where the module's text holds it
+                within = name is not None and module.start_byte <= name.start_byte < module.end_byte
+                module_text = _module_text(self._text(module), name_text if within else "")
             alias_text = self._text(alias).strip() if alias is not None else ""
             default = (
                 name is None and alias is not None and alias.start_byte in self.default_imports

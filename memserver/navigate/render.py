@@ -207,8 +207,8 @@ def references_form(
         about = one_line(
             ", ".join(f"{t.kind} {t.symbol} ({t.path}:{t.start_line})" for t in targets[:5])
         )
-        status = (f"references to {about or echo(asked)}: {len(refs)} in {files} "
-                  f"file{'s' * (files != 1)}")  # fmt: skip
+        status = (f"references to {about or echo(asked)}: {len(refs)} in "
+                  f"{_counted(files, 'file')}")  # fmt: skip
         if not targets:
             status = f"references to {echo(asked)}: no definition of that name in the index"
         status += _more(targets, asked)
@@ -233,8 +233,13 @@ def references_form(
     return render
 
 
+def _counted(n: int, noun: str) -> str:
+    """`n` and the noun, plural unless `n` is one: "1 caller", "2 callers"."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def _uses(n: int, more: str = "") -> str:
-    return f"{n} {more}use{'s' * (n != 1)}"
+    return _counted(n, more + "use")
 
 
 def _untied(n: int) -> str:
@@ -284,8 +289,8 @@ def neighbours_form(asked: str, of: Sequence[SymbolItem], found: Sequence[Neighb
     def render(n: int, truncated: bool) -> Form:
         named, shown = _named(of, n), found[: max(0, n - _heads(of))]
         about = "; ".join(_head(i) for i in of[:3]) or echo(asked)
-        status = (f"neighbours of {about}: {callers} callers, {len(found) - callers} callees"
-                  + cut)  # fmt: skip
+        status = (f"neighbours of {about}: {_counted(callers, 'caller')}, "
+                  f"{_counted(len(found) - callers, 'callee')}" + cut)  # fmt: skip
         if not of:
             status = f"neighbours of {echo(asked)}: nothing by that id or name in the index"
         status += _more(of, asked)
@@ -383,7 +388,8 @@ def outline_form(head: Head, total: int, title: str, stale: Callable[[str], bool
                     shown.add(home[id(e)])
                     break
                 e = up
-        parts = [f"{title}: {len(keep)} of {total} definitions in {len(shown)} files"
+        parts = [f"{title}: {len(keep)} of {total} definitions in "
+                 f"{_counted(len(shown), 'file')}"
                  + (TRUNCATED if truncated else "")]  # fmt: skip
         groups = []
         for f in (f for f in files if f.path in shown):

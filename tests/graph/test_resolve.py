@@ -159,6 +159,30 @@ def test_a_bare_name_nothing_in_scope_explains_gets_its_homonyms_at_the_bottom()
     assert found[0][1] <= HOMONYM
 
 
+def test_a_name_imported_from_a_module_of_the_same_name_is_that_modules_definition() -> None:
+    """`from .fence import fence` (a package's `__init__.py` re-exporting its rules) and
+    `from app.core import core`: the module is the one written, not the importing file."""
+    files = {
+        "rules/__init__.py": "from .fence import fence, make_rule\nfrom rules.hr import hr\n",
+        "rules/fence.py": "def make_rule():\n    pass\n\ndef fence(state):\n    pass\n",
+        "rules/hr.py": "def hr(state):\n    pass\n",
+        "parser.py": "from rules import fence, hr\n\ndef run(s):\n    fence(s)\n    hr(s)\n",
+    }
+    tags = tags_of(files)
+    table = SymbolTable(tags.values())
+    init = tags["rules/__init__.py"]
+    assert {(i.module, i.name) for i in init.imports} == {
+        (".fence", "fence"), (".fence", "make_rule"), ("rules.hr", "hr"),
+    }  # fmt: skip
+    for name, path in (("fence", "rules/fence.py"), ("hr", "rules/hr.py")):
+        (imported,) = refs(init, name)
+        found = resolve(imported, init, table)
+        assert found[0][0].path == path and found[0][1] >= MIN_CONFIDENCE, name
+        (call,) = [r for r in refs(tags["parser.py"], name) if r.kind == "call"]
+        found = resolve(call, tags["parser.py"], table)
+        assert (found[0][0].path, found[0][0].qualified) == (path, name), name
+
+
 def test_imports_outrank_a_same_named_definition_elsewhere() -> None:
     repo = load("python")
     app = repo.tags["app.py"]
