@@ -164,6 +164,8 @@ class _Extractor:
         self.required: list[tuple[Node, Node, str]] = []
         # (name, its type, what it iterates over): bindings inside functions
         self.locals: list[tuple[Node, Node | None, Node | None]] = []
+        # (function, name, line) of bindings typed only by what they copy (`_borrowed`)
+        self.borrowed: set[tuple[str, str, int]] = set()
         self.constructor_params: list[Node] = []  # names local to a class's own body
         self.pending: list[tuple[int, Node]] = []  # (definition index, local it is set from)
         self.guessed: dict[tuple[int, int], Node] = {}  # name -> a declared type guess
@@ -678,9 +680,10 @@ class _Extractor:
                     typed = self._type_text(type_node)
                     if iterable is not None:
                         typed = f"iter({self._type_text(iterable)})"
-                    bindings.setdefault(self._text(node), []).append(
-                        (node.start_point[0] + 1, typed)
-                    )
+                    at = node.start_point[0] + 1
+                    bindings.setdefault(self._text(node), []).append((at, typed))
+                    if typed and _borrowed(type_node, iterable):
+                        self.borrowed.add((definition.qualified, self._text(node), at))
                     break
         return scopes
 
@@ -724,8 +727,10 @@ class _Extractor:
         for definition in chain:
             bindings = scopes.get(definition.qualified, {}).get(name)
             if bindings:
-                before = [t for at, t in bindings if at <= line and t]
-                return before[-1] if before else ""
+                before = [(at, t) for at, t in bindings if at <= line and t]
+                own = [t for at, t in before if (definition.qualified, name, at) not in
+                       self.borrowed]  # fmt: skip
+                return own[-1] if own else before[-1][1] if before else ""
         return ""
 
     def _substitute(
@@ -1014,6 +1019,19 @@ def _clean(text: str) -> str:
 
 
 _IMPORT_WORDS = ("import static ", "import ", "using static ", "using ", "use ", "require ")
+
+
+def _borrowed(type_node: Node | None, iterable: Node | None) -> bool:
+    """Whether a local's type is only what it copies: `info = self.info` (an attribute, not
+    a constructor's callee nor an annotation), `token = tokens[i]` (an element of what it
+    indexes). Such a binding types the name where no other binding in its function does:
+    `converter = Converter(a.converter)` in one branch and `converter = a.converter` in
+    the other keep the constructor's type."""
+    if type_node is not None:
+        parent = type_node.parent
+        return type_node.type == "attribute" and parent is not None and parent.type == "assignment"
+    parent = iterable.parent if iterable is not None else None
+    return parent is not None and parent.type == "subscript"
 
 
 def _module_text(text: str, name: str = "") -> str:

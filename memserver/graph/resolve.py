@@ -419,7 +419,11 @@ class _Resolver:
     def _elements(
         self, expression: str, ref: Reference, tags: FileTags, depth: int
     ) -> list[Candidate]:
-        """Classes of the elements of `expression` (`self.get_params(ctx)`, `self._args`)."""
+        """Classes of the elements of `expression` (`self.get_params(ctx)`, `self._args`), or
+        of a container's type as a typed local's is substituted (`Sequence[Token]`)."""
+        element = element_type(expression)
+        if element:
+            return self._classes_of_type(element, ref, tags, depth + 1)
         out: list[Candidate] = []
         for found, score in self._expression(expression, ref, tags, depth):
             element = element_type(found.declared_type)

@@ -183,6 +183,58 @@ def test_a_name_imported_from_a_module_of_the_same_name_is_that_modules_definiti
         assert (found[0][0].path, found[0][0].qualified) == (path, name), name
 
 
+def test_receivers_typed_by_a_generic_constructor_a_default_an_element_or_an_attribute() -> None:
+    """`Ruler[T]()`, `x or Default()`, `A() if c else None`, `tokens[i]` and `for t in
+    tokens` of a `Sequence[Token]`, `info = self.info`: each receiver's class is known. A
+    slice is no element; a binding that only copies an attribute leaves a constructed one
+    in another branch its type."""
+    files = {
+        "m/ruler.py": "class Ruler:\n    def push(self, x):\n        pass\n",
+        "m/token.py": "class Token:\n    def block(self):\n        pass\n",
+        "m/info.py": "class Info:\n    def ampm(self):\n        pass\n    conv = None\n",
+        "m/use.py": (
+            "from typing import Sequence\nfrom .ruler import Ruler\nfrom .token import Token\n"
+            "from .info import Info\n\n"
+            "class P:\n"
+            "    def __init__(self, info=None):\n"
+            "        self.ruler = Ruler[int]()\n"
+            "        self.info = info or Info()\n\n"
+            "    def go(self, tokens: Sequence[Token], idx: int, other):\n"
+            "        self.ruler.push(1)\n"  # 12
+            "        token = tokens[idx]\n"
+            "        token.block()\n"  # 14
+            "        info = self.info\n"
+            "        info.ampm()\n"  # 16
+            "        made = Info() if idx else None\n"
+            "        made.ampm()\n"  # 18
+            "        for t in tokens:\n"
+            "            t.block()\n"  # 20
+            "        part = tokens[1:]\n"
+            "        part.block()\n"  # 22
+            "        if idx:\n"
+            "            conv = Info()\n"
+            "        else:\n"
+            "            conv = other.conv\n"
+            "        conv.ampm()\n"  # 27
+        ),
+    }
+    tags = tags_of(files)
+    table = SymbolTable(tags.values())
+    use = tags["m/use.py"]
+    expected = {12: "Ruler.push", 14: "Token.block", 16: "Info.ampm", 18: "Info.ampm",
+                20: "Token.block", 27: "Info.ampm"}  # fmt: skip
+    for ref in use.references:
+        if ref.name not in ("push", "block", "ampm"):
+            continue
+        found = resolve(ref, use, table)
+        confident = [d.qualified for d, score in found if score >= MIN_CONFIDENCE]
+        assert confident == ([expected[ref.line]] if ref.line in expected else []), ref.line
+    assert {r.line for r in use.references if r.name in ("push", "block", "ampm")} == {
+        *expected,
+        22,
+    }
+
+
 def test_imports_outrank_a_same_named_definition_elsewhere() -> None:
     repo = load("python")
     app = repo.tags["app.py"]

@@ -79,7 +79,10 @@
   (assignment
     left: (identifier) @name
     (#not-match? @name "^[A-Z][A-Z0-9_]+$")
-    right: (call function: [(identifier) (attribute)] @declared.type)) @definition.variable)
+    right: [(call function: [(identifier) (attribute)] @declared.type)
+         (call function: (subscript value: [(identifier) (attribute)] @declared.type))  ; Ruler[T]()
+         (boolean_operator right: (call function: [(identifier) (attribute)] @declared.type))  ; x or Default()
+         (conditional_expression . (call function: [(identifier) (attribute)] @declared.type))]) @definition.variable)
 (module
   (assignment
     left: (identifier) @name
@@ -99,7 +102,10 @@
 (assignment
   left: (attribute object: (identifier) @_self attribute: (identifier) @name)
   (#eq? @_self "self")
-  right: (call function: [(identifier) (attribute)] @declared.type)) @definition.field
+  right: [(call function: [(identifier) (attribute)] @declared.type)
+         (call function: (subscript value: [(identifier) (attribute)] @declared.type))  ; Ruler[T]()
+         (boolean_operator right: (call function: [(identifier) (attribute)] @declared.type))  ; x or Default()
+         (conditional_expression . (call function: [(identifier) (attribute)] @declared.type))]) @definition.field
 (assignment
   left: (attribute object: (identifier) @_self attribute: (identifier) @name)
   (#eq? @_self "self")
@@ -214,7 +220,18 @@
 (assignment left: (identifier) @local.definition type: (type) @local.type)
 (assignment
   left: (identifier) @local.definition
-  right: (call function: [(identifier) (attribute)] @local.type))
+  right: [(call function: [(identifier) (attribute)] @local.type)
+         (call function: (subscript value: [(identifier) (attribute)] @local.type))  ; Ruler[T]()
+         (boolean_operator right: (call function: [(identifier) (attribute)] @local.type))  ; x or Default()
+         (conditional_expression . (call function: [(identifier) (attribute)] @local.type))])
+; `token = tokens[i]`: an element of what it indexes (a slice is no element); `info =
+; self.info`: what the attribute holds
+(assignment
+  left: (identifier) @local.definition
+  right: (subscript
+    value: [(identifier) (attribute)] @local.iterable
+    subscript: [(identifier) (integer) (unary_operator) (binary_operator) (attribute)]))
+(assignment left: (identifier) @local.definition right: (attribute) @local.type)
 (for_statement left: (identifier) @local.definition right: (_) @local.iterable)
 (for_in_clause left: (identifier) @local.definition right: (_) @local.iterable)
 (with_item
