@@ -74,6 +74,7 @@ _DECLARATORS = frozenset({"c", "cpp"})
 # values that name themselves (`function build() {…}`, `class Store {…}`)
 _NAMED_VALUES = frozenset({"function_expression", "generator_function", "class"})
 _SPACE = re.compile(r"\s")
+_INDEXED = re.compile(r"^([A-Za-z_]\w*)\[[^\[\]:]+\]$")  # `tokens[i]`, no slice nor nesting
 # what ends the text before a member's name (`->*` and `.*`: C++'s pointers to members)
 _MEMBER_END = re.compile(r"(?:->\*?|\.\*|[\s.:?\\])+\Z")
 # a string literal: its prefix (r, b, f, rb…), its quotes and what they hold
@@ -623,7 +624,7 @@ class _Extractor:
                 else:
                     head = source[start : key[0]].decode("utf-8", "replace")
                 prefix = _before_member(head)
-            head = prefix.partition(".")[0].partition("->")[0] if prefix else ""
+            head = prefix.partition(".")[0].partition("->")[0].partition("[")[0] if prefix else ""
             if not prefix and name in local_names and kind != "inherit":
                 at = spans.index(key[0])
                 local = is_local.get((at, name))
@@ -700,6 +701,10 @@ class _Extractor:
         `s.items[0]`: "(Store).items[0]", which no member's name continues)."""
         qualifier = dotted(qualifier)  # `$s->first()`, `p->items[0]` as `s.first()` is
         head = qualifier.split(".", 1)[0]
+        indexed = _INDEXED.match(qualifier)
+        if indexed is not None:  # `tokens[i].block()`: an element of a typed local
+            typed = self._local_type(indexed.group(1), line, chain, scopes)
+            return f"iter({self._substitute(typed, line, chain, scopes)})" if typed else ""
         if not head.lstrip("$").isidentifier():
             return ""
         typed = self._local_type(head, line, chain, scopes)

@@ -185,9 +185,9 @@ def test_a_name_imported_from_a_module_of_the_same_name_is_that_modules_definiti
 
 def test_receivers_typed_by_a_generic_constructor_a_default_an_element_or_an_attribute() -> None:
     """`Ruler[T]()`, `x or Default()`, `A() if c else None`, `tokens[i]` and `for t in
-    tokens` of a `Sequence[Token]`, `info = self.info`: each receiver's class is known. A
-    slice is no element; a binding that only copies an attribute leaves a constructed one
-    in another branch its type."""
+    tokens` of a `Sequence[Token]`, `tokens[i].block()`, `info = self.info`: each receiver's
+    class is known. A slice is no element; a binding that only copies an attribute leaves a
+    constructed one in another branch its type."""
     files = {
         "m/ruler.py": "class Ruler:\n    def push(self, x):\n        pass\n",
         "m/token.py": "class Token:\n    def block(self):\n        pass\n",
@@ -216,13 +216,15 @@ def test_receivers_typed_by_a_generic_constructor_a_default_an_element_or_an_att
             "        else:\n"
             "            conv = other.conv\n"
             "        conv.ampm()\n"  # 27
+            "        tokens[idx].block()\n"  # 28
+            "        tokens[1:].block()\n"  # 29
         ),
     }
     tags = tags_of(files)
     table = SymbolTable(tags.values())
     use = tags["m/use.py"]
     expected = {12: "Ruler.push", 14: "Token.block", 16: "Info.ampm", 18: "Info.ampm",
-                20: "Token.block", 27: "Info.ampm"}  # fmt: skip
+                20: "Token.block", 27: "Info.ampm", 28: "Token.block"}  # fmt: skip
     for ref in use.references:
         if ref.name not in ("push", "block", "ampm"):
             continue
@@ -230,9 +232,8 @@ def test_receivers_typed_by_a_generic_constructor_a_default_an_element_or_an_att
         confident = [d.qualified for d, score in found if score >= MIN_CONFIDENCE]
         assert confident == ([expected[ref.line]] if ref.line in expected else []), ref.line
     assert {r.line for r in use.references if r.name in ("push", "block", "ampm")} == {
-        *expected,
-        22,
-    }
+        *expected, 22, 29
+    }  # fmt: skip
 
 
 def test_imports_outrank_a_same_named_definition_elsewhere() -> None:
