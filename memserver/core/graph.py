@@ -63,7 +63,10 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # "../x/", not js in ".x.y"); C++'s namespace macros open their namespaces
 # (`PYBIND11_NAMESPACE_BEGIN(detail)`: detail.f), and a C or C++ definition whose name the
 # parse's recovery made a whole declaration is named by its last word.
-GRAPH_VERSION = 11
+# 12: `from .fence import fence` keeps its module (it was the file's own binding); Python
+# locals and fields are typed by `Ruler[T]()`, `x or Default()`, `A() if c else …`, and
+# (where nothing else types them) by the attribute or the element they copy.
+GRAPH_VERSION = 12
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,
 # C and PHP `p->q`, PHP `A\\B`)
