@@ -729,13 +729,25 @@ class _Extractor:
     def _local_type(
         self, name: str, line: int, chain: list[Definition], scopes: dict[str, Any]
     ) -> str:
+        """The type of the local `name` at `line`: its latest typed binding there (one that
+        only copies a value types it only where no other does, `_borrowed`). A binding made
+        from the name itself (`url = url.copy_with(…)`) is not yet made on its own line (its
+        right side is read first), and after it is the earlier binding's type carried on."""
         for definition in chain:
             bindings = scopes.get(definition.qualified, {}).get(name)
             if bindings:
-                before = [(at, t) for at, t in bindings if at <= line and t]
-                own = [t for at, t in before if (definition.qualified, name, at) not in
+                before: list[tuple[int, str]] = [
+                    (at, t) for at, t in bindings
+                    if t and (at < line or (at == line and _head(t) != name))
+                ]  # fmt: skip
+                own = [(at, t) for at, t in before if (definition.qualified, name, at) not in
                        self.borrowed]  # fmt: skip
-                return own[-1] if own else before[-1][1] if before else ""
+                if not (own or before):
+                    return ""
+                at, typed = (own or before)[-1]
+                if _head(typed) == name:
+                    return self._substitute(typed, at - 1, chain, scopes)
+                return typed
         return ""
 
     def _substitute(
@@ -1024,6 +1036,13 @@ def _clean(text: str) -> str:
 
 
 _IMPORT_WORDS = ("import static ", "import ", "using static ", "using ", "use ", "require ")
+
+
+def _head(typed: str) -> str:
+    """The name a type text starts from: "url" of "url.copy_with", "iter(items)" -> items."""
+    if typed.startswith("iter("):
+        typed = typed[5:]
+    return re.split(r"[.(\[]", typed, maxsplit=1)[0]
 
 
 def _borrowed(type_node: Node | None, iterable: Node | None) -> bool:

@@ -64,8 +64,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # (`PYBIND11_NAMESPACE_BEGIN(detail)`: detail.f), and a C or C++ definition whose name the
 # parse's recovery made a whole declaration is named by its last word.
 # 12: `from .fence import fence` keeps its module (it was the file's own binding); Python
-# locals and fields are typed by `Ruler[T]()`, `x or Default()`, `A() if c else …`, and
-# (where nothing else types them) by the attribute or the element they copy.
+# locals and fields are typed by `Ruler[T]()`, `x or Default()`, either call of a
+# conditional, and (where nothing else types them) by the attribute or the element they copy;
+# `x = x.m()` types x from its binding before; `tokens[i].f()` is an element's.
 GRAPH_VERSION = 12
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,

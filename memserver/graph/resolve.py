@@ -43,7 +43,13 @@ from memserver.graph.languages import (
 )
 from memserver.graph.modules import Modules, Target
 from memserver.graph.table import SymbolTable
-from memserver.graph.typetext import callable_result, closing, element_type, main_type
+from memserver.graph.typetext import (
+    callable_result,
+    closing,
+    element_type,
+    main_type,
+    union_members,
+)
 
 Candidate = tuple[Definition, float]
 
@@ -62,6 +68,11 @@ HOMONYM = 0.05  # a bare name nothing in scope explains: definitions elsewhere w
 _GLOBAL_BEST = max(UNKNOWN_RECEIVER, AMBIGUOUS_RECEIVER, HOMONYM * 4)  # their best score
 MIN_CONFIDENCE = 0.5  # below this a candidate is a guess (kept, ranked), not a resolution
 _INHERITED = 0.03  # taken off per base-class level
+# A union's alternatives (`A | B`) rank in the order written, each this much below the one
+# before: more than a few levels of inheritance, so that `B.f` does not pass `A`'s
+# inherited `f`; up to this many alternatives are followed.
+_UNION_STEP = 0.1
+_UNION_MEMBERS = 4
 _MAX_DEPTH = 6
 _CLOSED_SCOPE = frozenset({"python", "ecmascript", "go", "rust", "jvm", "csharp", "zig", "elixir"})
 _LITERAL = re.compile(r"""^(?:["'`\[{(]|\d|[rbfu]+["'])""")
@@ -371,10 +382,13 @@ class _Resolver:
             return []
         probe = Reference(definition.path, "", "type", definition.start_line, 0,
                           definition.parent)  # fmt: skip
-        if definition.declared_type in rules(tags.language).self_names:  # `return self`
+        declared = definition.declared_type
+        if declared in rules(tags.language).self_names:  # `return self`
             owner = self._enclosing_class(probe, tags)
             return [(owner, 1.0)] if owner is not None else []
-        return self._classes_of_type(definition.declared_type, probe, tags, depth + 1)
+        if _last(declared) == "TypeAlias":  # `Stream: TypeAlias = A | B`: what it names
+            declared = definition.signature.partition("=")[2].strip()
+        return self._classes_of_type(declared, probe, tags, depth + 1)
 
     def _classes_of_type(
         self, text: str, ref: Reference, tags: FileTags, depth: int
@@ -389,6 +403,14 @@ class _Resolver:
             return self._elements(text[5:-1], ref, tags, depth)
         if text.startswith("@"):
             return self._decorated(text[1:], ref, tags, depth)
+        members = union_members(text)
+        if members:  # each alternative's classes, in the order written
+            ranked: dict[Definition, float] = {}
+            for rank, member in enumerate(members[:_UNION_MEMBERS]):
+                for found, score in self._classes_of_type(member, ref, tags, depth + 1):
+                    score *= 1 - _UNION_STEP * rank
+                    ranked[found] = max(score, ranked.get(found, 0.0))
+            return list(ranked.items())
         out: list[Candidate] = []
         for found, score in self._expression(text, ref, tags, depth):
             if found.kind in CLASS_KINDS or self._acts_as_class(found):

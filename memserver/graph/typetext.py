@@ -33,6 +33,27 @@ def main_type(text: str) -> str:
     return text if all(p.isidentifier() for p in text.split(".")) else ""
 
 
+_WRAPPED = re.compile(r"^(?:[\w.]*\.)?(?:Optional|Final|ClassVar|Annotated)\[(.*)\]$")
+_UNION = re.compile(r"^(?:[\w.]*\.)?Union\[(.*)\]$")
+_NONE = ("None", "null", "undefined")
+
+
+def union_members(text: str) -> list[str]:
+    """The alternatives of a union of two or more types, as written, None left out:
+    `A | B | None`, `Union[A, B]`, `Optional[Union[A, B]]` -> ["A", "B"]; [] for anything
+    else (one type, `X | None`)."""
+    text = text.strip().strip("\"'")
+    for _ in range(3):
+        match = _WRAPPED.match(text)
+        if match is None:
+            break
+        text = split_arguments(match.group(1))[0].strip()  # `Annotated[T, meta]`: T
+    match = _UNION.match(text)
+    parts = split_arguments(match.group(1)) if match else split_arguments(text, "|")
+    parts = [p.strip("\"' ") for p in parts if p.strip() not in _NONE]
+    return parts if len(parts) > 1 and all(parts) else []
+
+
 _CONTAINERS = re.compile(
     r"^(?:[\w.]*\.)?(?:list|List|Sequence|MutableSequence|Iterable|Iterator|Collection|set|Set|"
     r"frozenset|FrozenSet|AbstractSet|MutableSet|tuple|Tuple|Generator|AsyncIterator|"

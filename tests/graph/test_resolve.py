@@ -236,6 +236,79 @@ def test_receivers_typed_by_a_generic_constructor_a_default_an_element_or_an_att
     }  # fmt: skip
 
 
+def test_a_union_ranks_each_alternatives_members_in_the_order_written() -> None:
+    """`transport: AnyStream` with `AnyStream: TypeAlias = Obj[bytes] | Bytes`, and
+    `Union[Bytes, Obj]`: every alternative's member is a candidate, the first written
+    first (even through inheritance), and a name no alternative has is none."""
+    files = {
+        "s/abc.py": (
+            "from typing import TypeAlias\n"
+            "class Base:\n    def receive(self):\n        pass\n"
+            "class Obj(Base):\n    pass\n"
+            "class Bytes:\n    def receive(self):\n        pass\n"
+            "    def only_bytes(self):\n        pass\n"
+            "AnyStream: TypeAlias = Obj[bytes] | Bytes\n"
+        ),
+        "s/use.py": (
+            "from typing import Union\nfrom .abc import AnyStream, Obj, Bytes\n\n"
+            "class Text:\n"
+            "    transport: AnyStream\n"
+            "    other: Union[Bytes, Obj]\n\n"
+            "    def go(self):\n"
+            "        self.transport.receive()\n"  # 9
+            "        self.transport.only_bytes()\n"  # 10
+            "        self.other.receive()\n"  # 11
+            "        self.transport.nothing()\n"  # 12
+        ),
+    }
+    tags = tags_of(files)
+    table = SymbolTable(tags.values())
+    use = tags["s/use.py"]
+    expected = {
+        9: ["Base.receive", "Bytes.receive"],
+        10: ["Bytes.only_bytes"],
+        11: ["Bytes.receive", "Base.receive"],
+        12: [],
+    }
+    for ref in use.references:
+        if ref.line in expected and ref.qualifier.startswith("self."):
+            found = resolve(ref, use, table)
+            assert [d.qualified for d, s in found if s >= MIN_CONFIDENCE] == expected[ref.line]
+
+
+def test_a_local_rebound_from_itself_keeps_its_type() -> None:
+    """`url = url.copy_with(...)`: the call on its right is on the URL made before, and
+    after it `url` is what copy_with returns; `made = None if c else URL()` is a URL."""
+    files = {
+        "u/url.py": (
+            "class URL:\n    def copy_with(self) -> 'URL':\n        return self\n"
+            "    def host(self):\n        pass\n"
+        ),
+        "u/use.py": (
+            "from .url import URL\n\n"
+            "def go(location, c):\n"
+            "    url = URL(location)\n"
+            "    url = url.copy_with()\n"  # 5
+            "    url.host()\n"  # 6
+            "    made = None if c else URL(location)\n"
+            "    made.host()\n"  # 8
+        ),
+    }
+    tags = tags_of(files)
+    table = SymbolTable(tags.values())
+    use = tags["u/use.py"]
+    expected = {(5, "copy_with"): "URL.copy_with", (6, "host"): "URL.host",
+                (8, "host"): "URL.host"}  # fmt: skip
+    seen = set()
+    for ref in use.references:
+        if (ref.line, ref.name) in expected:
+            found = resolve(ref, use, table)
+            assert found[0][0].qualified == expected[ref.line, ref.name]
+            assert found[0][1] >= MIN_CONFIDENCE
+            seen.add((ref.line, ref.name))
+    assert seen == set(expected)
+
+
 def test_imports_outrank_a_same_named_definition_elsewhere() -> None:
     repo = load("python")
     app = repo.tags["app.py"]
@@ -396,6 +469,18 @@ def test_container_types_give_their_elements() -> None:
         "[String: Item]": "", "Map<K, V>": "", "Item": "", "dict[str, Item]": "",
     }  # fmt: skip
     assert {text: element_type(text) for text in written} == written
+
+
+def test_unions_give_their_alternatives_and_anything_else_none() -> None:
+    from memserver.graph.typetext import union_members
+
+    written = {
+        "A | B | None": ["A", "B"], "Union[A, B]": ["A", "B"], "t.Union[a.A, B]": ["a.A", "B"],
+        "Optional[Union[A, B]]": ["A", "B"], "Annotated[A | B, meta]": ["A", "B"],
+        "Obj[bytes] | Bytes": ["Obj[bytes]", "Bytes"], '"A" | "B"': ["A", "B"],
+        "X | None": [], "Optional[X]": [], "dict[str, A | B]": [], "Type[A | B]": [], "A|": [],
+    }  # fmt: skip
+    assert {text: union_members(text) for text in written} == written
 
 
 def test_a_chain_of_calls_resolves_through_each_calls_type_and_an_index_stops_it() -> None:

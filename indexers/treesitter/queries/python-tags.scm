@@ -82,7 +82,8 @@
     right: [(call function: [(identifier) (attribute)] @declared.type)
          (call function: (subscript value: [(identifier) (attribute)] @declared.type))  ; Ruler[T]()
          (boolean_operator right: (call function: [(identifier) (attribute)] @declared.type))  ; x or Default()
-         (conditional_expression . (call function: [(identifier) (attribute)] @declared.type))]) @definition.variable)
+         (conditional_expression . (call function: [(identifier) (attribute)] @declared.type))
+         (conditional_expression (call function: [(identifier) (attribute)] @declared.type) .)]) @definition.variable)
 (module
   (assignment
     left: (identifier) @name
@@ -105,7 +106,8 @@
   right: [(call function: [(identifier) (attribute)] @declared.type)
          (call function: (subscript value: [(identifier) (attribute)] @declared.type))  ; Ruler[T]()
          (boolean_operator right: (call function: [(identifier) (attribute)] @declared.type))  ; x or Default()
-         (conditional_expression . (call function: [(identifier) (attribute)] @declared.type))]) @definition.field
+         (conditional_expression . (call function: [(identifier) (attribute)] @declared.type))
+         (conditional_expression (call function: [(identifier) (attribute)] @declared.type) .)]) @definition.field
 (assignment
   left: (attribute object: (identifier) @_self attribute: (identifier) @name)
   (#eq? @_self "self")
@@ -223,7 +225,8 @@
   right: [(call function: [(identifier) (attribute)] @local.type)
          (call function: (subscript value: [(identifier) (attribute)] @local.type))  ; Ruler[T]()
          (boolean_operator right: (call function: [(identifier) (attribute)] @local.type))  ; x or Default()
-         (conditional_expression . (call function: [(identifier) (attribute)] @local.type))])
+         (conditional_expression . (call function: [(identifier) (attribute)] @local.type))
+         (conditional_expression (call function: [(identifier) (attribute)] @local.type) .)])
 ; `token = tokens[i]`: an element of what it indexes (a slice is no element); `info =
 ; self.info`: what the attribute holds
 (assignment
