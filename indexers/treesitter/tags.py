@@ -246,7 +246,7 @@ class _Extractor:
             self._export(pattern, captures)
         defined = captures.get("local.definition")
         if defined:
-            local_type = (captures.get("local.type") or [None])[0]
+            local_type = self._made_by((captures.get("local.type") or [None])[0])
             iterable = (captures.get("local.iterable") or [None])[0]
             self.locals.extend((node, local_type, iterable) for node in defined)
         closure = captures.get("local.implicit")
@@ -362,8 +362,18 @@ class _Extractor:
         first = _first_of(captures)
         self.defs[key] = _Def(
             node, kind, name, pattern, first("receiver"), first("doc"),
-            first("declared.type"), first("declared.from"), "declaration" in captures,
+            self._made_by(first("declared.type")), first("declared.from"),
+            "declaration" in captures,
         )  # fmt: skip
+
+    def _made_by(self, node: Node | None) -> Node | None:
+        """A type's node, unless it is the callee of a call on an index that is no class's
+        (`Ruler[T]()` makes a Ruler; `handlers[name](event)` makes what a handler returns)."""
+        if node is None or node.parent is None or node.parent.type != "subscript":
+            return node
+        if node.parent.parent is None or node.parent.parent.type != "call":
+            return node
+        return node if self._text(node).rsplit(".", 1)[-1][:1].isupper() else None
 
     def _add_reference(
         self, node: Node, kind: str, name: Node, qualifier: Node | None, typed: Node | None
@@ -553,11 +563,12 @@ class _Extractor:
             if ref.typed is not None:
                 typed = self._substitute(self._type_text(ref.typed), line, chain, scopes)
             if qualifier and not typed:
-                head = qualifier.split(".", 1)[0]
+                head = qualifier.split(".", 1)[0].split("[", 1)[0]
                 inner = self._region_type(head, key[0]) if self.inner else None
-                typed = self._head_type(qualifier, line, chain, scopes) if inner is None else ""
-                if inner:
-                    typed = self._substitute(inner, line, chain, scopes)
+                if inner is None:
+                    typed = self._head_type(qualifier, line, chain, scopes)
+                else:
+                    typed = self._in_region(qualifier, head, inner, line, chain, scopes)
             out.append(
                 make_reference(path, name, ref.kind, line, column, enclosing, qualifier, typed)
             )
@@ -650,9 +661,28 @@ class _Extractor:
                 typed = self._head_type(prefix, line, chain, scopes)
                 inner_type = self._region_type(head, key[0]) if inner else None
                 if inner_type is not None:
-                    typed = self._substitute(inner_type, line, chain, scopes) if inner_type else ""
+                    typed = self._in_region(prefix, head, inner_type, line, chain, scopes)
             out.append(make_reference(path, name, kind, line, column, enclosing, prefix, typed))
         return out
+
+    def _in_region(
+        self, qualifier: str, head: str, inner: str, line: int, chain: list[Definition],
+        scopes: dict[str, Any],
+    ) -> str:  # fmt: skip
+        """The receiver type of a member on `qualifier`, whose head a lambda or comprehension
+        binds as of type `inner`: that type, an element of it (`r[0]`), or the chain from it
+        (`r.items`: "(Row).items"); none for anything longer."""
+        if not inner:
+            return ""
+        typed = self._substitute(inner, line, chain, scopes)
+        rest = qualifier[len(head) :]
+        if not rest:
+            return typed
+        if _INDEXED.match(qualifier):
+            return f"iter({typed})"
+        if rest.startswith(".") and all(p.isidentifier() for p in rest[1:].split(".")):
+            return f"({typed}){rest}"
+        return ""
 
     def _class_scopes(self, spans: _Spans) -> None:
         self._class_locals: dict[str, set[str]] = {}
@@ -727,8 +757,9 @@ class _Extractor:
         return None
 
     def _local_type(
-        self, name: str, line: int, chain: list[Definition], scopes: dict[str, Any]
-    ) -> str:
+        self, name: str, line: int, chain: list[Definition], scopes: dict[str, Any],
+        depth: int = 3,
+    ) -> str:  # fmt: skip
         """The type of the local `name` at `line`: its latest typed binding there (one that
         only copies a value types it only where no other does, `_borrowed`). A binding made
         from the name itself (`url = url.copy_with(…)`) is not yet made on its own line (its
@@ -745,8 +776,8 @@ class _Extractor:
                 if not (own or before):
                     return ""
                 at, typed = (own or before)[-1]
-                if _head(typed) == name:
-                    return self._substitute(typed, at - 1, chain, scopes)
+                if _head(typed) == name:  # its binding before, at most `depth` back
+                    return self._substitute(typed, at, chain, scopes, depth - 1) if depth else ""
                 return typed
         return ""
 
@@ -761,7 +792,7 @@ class _Extractor:
         head = text.split(".", 1)[0].split("(", 1)[0]
         if depth <= 0 or not head.lstrip("$").isidentifier():
             return text
-        typed = self._local_type(head, line, chain, scopes)
+        typed = self._local_type(head, line, chain, scopes, depth)
         if not typed or typed == text:
             return text
         typed = self._substitute(typed, line, chain, scopes, depth - 1)

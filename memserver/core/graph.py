@@ -63,7 +63,8 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # "../x/", not js in ".x.y"); C++'s namespace macros open their namespaces
 # (`PYBIND11_NAMESPACE_BEGIN(detail)`: detail.f), and a C or C++ definition whose name the
 # parse's recovery made a whole declaration is named by its last word.
-# 12: `from .fence import fence` keeps its module (it was the file's own binding); Python
+# 12: `from .fence import fence` (and Rust's `use a::b::b`) keeps its module (it was the
+# file's own binding); a JavaScript or TypeScript `for (k in …)` key is no element; Python
 # locals and fields are typed by `Ruler[T]()`, `x or Default()`, either call of a
 # conditional, and (where nothing else types them) by the attribute or the element they copy;
 # `x = x.m()` types x from its binding before; `tokens[i].f()` is an element's.

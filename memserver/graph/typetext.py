@@ -23,6 +23,8 @@ def main_type(text: str) -> str:
     if len(parts) != 1:
         return ""
     text = parts[0]
+    if text.endswith("[]"):  # an array (`Cell[]`, `Cell[][]`): none of Cell's members
+        return ""
     for keyword in ("struct ", "union ", "enum ", "class ", "typename "):
         text = text.removeprefix(keyword)
     for wrapper in _WRAPPERS:
@@ -34,6 +36,7 @@ def main_type(text: str) -> str:
 
 
 _WRAPPED = re.compile(r"^(?:[\w.]*\.)?(?:Optional|Final|ClassVar|Annotated)\[(.*)\]$")
+_TUPLE = re.compile(r"^(?:[\w.]*\.)?(?:tuple|Tuple)\[")
 _UNION = re.compile(r"^(?:[\w.]*\.)?Union\[(.*)\]$")
 _NONE = ("None", "null", "undefined")
 
@@ -94,11 +97,16 @@ def element_type(text: str) -> str:
         return text[:-2].strip()
     if text.startswith("[") and closing(text, "[]") == len(text) - 1:
         inner = text[1:-1].strip()
+        if "(" in inner or len(split_arguments(inner)) > 1:  # a list's values, not a type
+            return ""
         return "" if len(split_arguments(inner, ":")) > 1 else inner
     match = _GENERICS.match(text) or _CONTAINERS.match(text.strip("\"'"))
-    if match is None:
+    if match is None or not match.group(1):
         return ""
-    return split_arguments(match.group(1))[0] if match.group(1) else ""
+    arguments = split_arguments(match.group(1))
+    if _TUPLE.match(text) and len(arguments) > 1 and arguments[1] != "...":
+        return ""  # `tuple[Key, Node]`: each place its own type
+    return arguments[0]
 
 
 def callable_result(text: str) -> str:

@@ -309,6 +309,87 @@ def test_a_local_rebound_from_itself_keeps_its_type() -> None:
     assert seen == set(expected)
 
 
+def _confident(tags: FileTags, table: SymbolTable, line: int, name: str) -> list[str]:
+    (ref,) = [r for r in tags.references if r.line == line and r.name == name]
+    return [d.qualified for d, s in resolve(ref, tags, table) if s >= MIN_CONFIDENCE]
+
+
+def test_what_is_no_element_nor_copy_gives_no_type() -> None:
+    """An annotation beside a copied value wins; a call on an index of an instance, a copy
+    read through an index, a comprehension variable's element, a tuple's second place and a
+    list of values make no type from the container."""
+    files = {
+        "k/kinds.py": (
+            "class Node:\n    def args(self):\n        pass\n    def walk(self):\n        pass\n"
+            "class Call(Node):\n    def args(self):\n        pass\n"
+            "class Key:\n    def walk(self):\n        pass\n    def run(self):\n        pass\n"
+            "    def value(self):\n        pass\n    entry = None\n"
+            "class Other:\n    def run(self):\n        pass\n"
+        ),
+        "k/use.py": (
+            "from .kinds import Node, Call, Key, Other\n"
+            "registry = Key()\n\n"
+            "class W:\n"
+            "    def go(self, node: Node, pair: tuple[Key, Node], rows: list[Key]):\n"
+            "        node: Call = self.current\n"
+            "        node.args()\n"  # 7
+            "        obj = registry[1]()\n"
+            "        obj.run()\n"  # 9
+            "        entry = self.rows[0].entry\n"
+            "        entry.run()\n"  # 11
+            "        pair[1].walk()\n"  # 12
+            "        for h in [Key(), Other()]:\n"
+            "            h.run()\n"  # 14
+            "        return [r[0].value() for r in rows]\n"  # 15
+        ),
+    }
+    tags = tags_of(files)
+    table = SymbolTable(tags.values())
+    use = tags["k/use.py"]
+    assert _confident(use, table, 7, "args") == ["Call.args"]
+    for line, name in ((9, "run"), (11, "run"), (12, "walk"), (14, "run"), (15, "value")):
+        assert _confident(use, table, line, name) == [], (line, name)
+
+
+def test_a_typescript_key_and_a_row_of_a_grid_are_no_element() -> None:
+    source = (
+        "class Item { fill() {} }\n"
+        "function go(items: Item[], grid: Item[][]) {\n"
+        "  for (const k in items) { k.fill(); }\n"
+        "  for (const v of items) { v.fill(); }\n"
+        "  for (const row of grid) { row.fill(); }\n"
+        "}\n"
+    )
+    tags = tags_of({"a.ts": source}, "typescript")
+    table = SymbolTable(tags.values())
+    use = tags["a.ts"]
+    assert [_confident(use, table, line, "fill") for line in (3, 4, 5)] == [[], ["Item.fill"], []]
+
+
+def test_a_chain_of_rebindings_from_itself_is_followed_and_a_long_one_is_cut() -> None:
+    files = {
+        "u/url.py": (
+            "class URL:\n    def join(self) -> 'Joined':\n        pass\n"
+            "class Joined:\n    def copy(self) -> 'Copied':\n        pass\n"
+            "class Copied:\n    def foo(self):\n        pass\n"
+        ),
+        "u/use.py": (
+            "from .url import URL\n\n"
+            "def go(x):\n"
+            "    url = URL(x)\n"
+            "    url = url.join()\n"
+            "    url = url.copy()\n"
+            "    url.foo()\n"  # 7
+            "    s = URL(x)\n" + "    s = s.join()\n" * 600 + "    s.foo()\n"
+        ),
+    }
+    tags = tags_of(files)
+    table = SymbolTable(tags.values())
+    use = tags["u/use.py"]
+    assert _confident(use, table, 7, "foo") == ["Copied.foo"]
+    assert len([r for r in use.references if r.name == "join"]) == 601  # the file was tagged
+
+
 def test_imports_outrank_a_same_named_definition_elsewhere() -> None:
     repo = load("python")
     app = repo.tags["app.py"]

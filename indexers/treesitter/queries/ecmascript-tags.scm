@@ -201,6 +201,6 @@
 (array_pattern (assignment_pattern left: (identifier) @local.definition))
 (rest_pattern (identifier) @local.definition)
 (for_in_statement left: (identifier) @local.definition)
-(for_in_statement left: (identifier) @local.definition right: (_) @local.iterable)
+(for_in_statement left: (identifier) @local.definition operator: "of" right: (_) @local.iterable)
 (catch_clause parameter: (identifier) @local.definition)
 [(arrow_function) (function_expression) (generator_function)] @local.scope

@@ -228,13 +228,20 @@
          (conditional_expression . (call function: [(identifier) (attribute)] @local.type))
          (conditional_expression (call function: [(identifier) (attribute)] @local.type) .)])
 ; `token = tokens[i]`: an element of what it indexes (a slice is no element); `info =
-; self.info`: what the attribute holds
+; self.info`: what the attribute holds. Not where an annotation says the type, nor where
+; the value is read through a call or an index (`self.registry[k].entry`)
 (assignment
   left: (identifier) @local.definition
+  !type
   right: (subscript
     value: [(identifier) (attribute)] @local.iterable
-    subscript: [(identifier) (integer) (unary_operator) (binary_operator) (attribute)]))
-(assignment left: (identifier) @local.definition right: (attribute) @local.type)
+    subscript: [(identifier) (integer) (unary_operator) (binary_operator) (attribute)])
+  (#not-match? @local.iterable "[\\[(]"))
+(assignment
+  left: (identifier) @local.definition
+  !type
+  right: (attribute) @local.type
+  (#not-match? @local.type "[\\[(]"))
 (for_statement left: (identifier) @local.definition right: (_) @local.iterable)
 (for_in_clause left: (identifier) @local.definition right: (_) @local.iterable)
 (with_item
