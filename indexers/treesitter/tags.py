@@ -368,12 +368,24 @@ class _Extractor:
 
     def _made_by(self, node: Node | None) -> Node | None:
         """A type's node, unless it is the callee of a call on an index that is no class's
-        (`Ruler[T]()` makes a Ruler; `handlers[name](event)` makes what a handler returns)."""
-        if node is None or node.parent is None or node.parent.type != "subscript":
+        (`Ruler[T]()` makes a Ruler; `HANDLERS[name](event)` makes what a handler returns),
+        or one of two different calls a conditional chooses between (`A() if c else B()`)."""
+        if node is None or node.parent is None:
             return node
-        if node.parent.parent is None or node.parent.parent.type != "call":
+        call = node.parent
+        if call.type == "subscript":
+            last = self._text(node).rsplit(".", 1)[-1]
+            if not last[:1].isupper() or (len(last) > 1 and last.isupper()):
+                return None
+            call = call.parent
+        choice = call.parent if call is not None else None
+        if choice is None or choice.type != "conditional_expression":
             return node
-        return node if self._text(node).rsplit(".", 1)[-1][:1].isupper() else None
+        branches = [choice.named_children[0], choice.named_children[-1]]
+        made = [b.child_by_field_name("function") for b in branches if b.type == "call"]
+        if len(made) == 2 and made[0] and made[1] and self._text(made[0]) != self._text(made[1]):
+            return None
+        return node
 
     def _add_reference(
         self, node: Node, kind: str, name: Node, qualifier: Node | None, typed: Node | None
@@ -670,19 +682,22 @@ class _Extractor:
         scopes: dict[str, Any],
     ) -> str:  # fmt: skip
         """The receiver type of a member on `qualifier`, whose head a lambda or comprehension
-        binds as of type `inner`: that type, an element of it (`r[0]`), or the chain from it
-        (`r.items`: "(Row).items"); none for anything longer."""
+        binds as of type `inner`, as `_head_type` gives a typed local's: for a plain chain
+        (`r`, `r.owner`) the head's type (resolution walks the chain from it), for an index
+        (`r[0]`) an element of it, for a chain with calls or indexes (`r.first().owner`) the
+        whole chain around it ("(Row).first().owner")."""
         if not inner:
             return ""
         typed = self._substitute(inner, line, chain, scopes)
-        rest = qualifier[len(head) :]
-        if not rest:
+        qualifier = dotted(qualifier)
+        rest = qualifier[len(qualifier.split(".", 1)[0].split("[", 1)[0]) :]
+        if not rest or (
+            rest.startswith(".") and all(p.isidentifier() for p in rest[1:].split("."))
+        ):
             return typed
         if _INDEXED.match(qualifier):
             return f"iter({typed})"
-        if rest.startswith(".") and all(p.isidentifier() for p in rest[1:].split(".")):
-            return f"({typed}){rest}"
-        return ""
+        return f"({typed}){rest}" if rest.startswith(".") else ""
 
     def _class_scopes(self, spans: _Spans) -> None:
         self._class_locals: dict[str, set[str]] = {}

@@ -70,7 +70,7 @@ MIN_CONFIDENCE = 0.5  # below this a candidate is a guess (kept, ranked), not a 
 _INHERITED = 0.03  # taken off per base-class level
 # A union's alternatives (`A | B`) rank in the order written, each this much below the one
 # before: more than a few levels of inheritance, so that `B.f` does not pass `A`'s
-# inherited `f`; up to this many alternatives are followed.
+# inherited `f`. A union of more alternatives than this is left unknown.
 _UNION_STEP = 0.1
 _UNION_MEMBERS = 4
 _MAX_DEPTH = 6
@@ -387,7 +387,7 @@ class _Resolver:
             owner = self._enclosing_class(probe, tags)
             return [(owner, 1.0)] if owner is not None else []
         if _last(declared) == "TypeAlias":  # `Stream: TypeAlias = A | B`: what it names
-            declared = definition.signature.partition("=")[2].strip()
+            declared = definition.signature.partition("=")[2].partition(" #")[0].strip()
         return self._classes_of_type(declared, probe, tags, depth + 1)
 
     def _classes_of_type(
@@ -404,10 +404,15 @@ class _Resolver:
         if text.startswith("@"):
             return self._decorated(text[1:], ref, tags, depth)
         members = union_members(text)
-        if members:  # each alternative's classes, in the order written
+        if members:  # each alternative's classes, in the order written; all, or none known
             ranked: dict[Definition, float] = {}
-            for rank, member in enumerate(members[:_UNION_MEMBERS]):
-                for found, score in self._classes_of_type(member, ref, tags, depth + 1):
+            if len(members) > _UNION_MEMBERS:
+                return []
+            for rank, member in enumerate(members):
+                classes = self._classes_of_type(member, ref, tags, depth + 1)
+                if not classes:  # `Node | str`: a receiver that may be no class of ours
+                    return []
+                for found, score in classes:
                     score *= 1 - _UNION_STEP * rank
                     ranked[found] = max(score, ranked.get(found, 0.0))
             return list(ranked.items())
@@ -443,7 +448,7 @@ class _Resolver:
     ) -> list[Candidate]:
         """Classes of the elements of `expression` (`self.get_params(ctx)`, `self._args`), or
         of a container's type as a typed local's is substituted (`Sequence[Token]`)."""
-        element = element_type(expression)
+        element = _element_text(expression)
         if element:
             return self._classes_of_type(element, ref, tags, depth + 1)
         out: list[Candidate] = []
@@ -882,6 +887,15 @@ def _within(enclosing: str, scope: str) -> bool:
 
 def _join_module(module: str, name: str) -> str:
     return f"{module}{name}" if module.endswith(".") else f"{module}.{name}"
+
+
+def _element_text(text: str) -> str:
+    """The element type of a container type's text, of an element's as well
+    ("iter(list[list[Key]])" -> "Key"); "" where the text names no container type."""
+    if text.startswith("iter(") and text.endswith(")"):
+        inner = _element_text(text[5:-1])
+        return element_type(inner) if inner else ""
+    return element_type(text)
 
 
 def _last(name: str) -> str:

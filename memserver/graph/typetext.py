@@ -23,12 +23,12 @@ def main_type(text: str) -> str:
     if len(parts) != 1:
         return ""
     text = parts[0]
-    if text.endswith("[]"):  # an array (`Cell[]`, `Cell[][]`): none of Cell's members
-        return ""
     for keyword in ("struct ", "union ", "enum ", "class ", "typename "):
         text = text.removeprefix(keyword)
     for wrapper in _WRAPPERS:
         text = text.removeprefix(wrapper).removesuffix(wrapper.strip())
+    if text.endswith("[]"):  # an array (`Cell[]`, `Cell[][]`, `Cell[]?`): none of Cell's members
+        return ""
     for bracket in ("[", "<", "("):
         text = text.split(bracket, 1)[0]
     text = text.replace("::", ".").strip()
@@ -48,13 +48,19 @@ def union_members(text: str) -> list[str]:
     text = text.strip().strip("\"'")
     for _ in range(3):
         match = _WRAPPED.match(text)
-        if match is None:
+        arguments = split_arguments(match.group(1)) if match else []
+        if not arguments:
             break
-        text = split_arguments(match.group(1))[0].strip()  # `Annotated[T, meta]`: T
+        text = arguments[0].strip()  # `Annotated[T, meta]`: T
     match = _UNION.match(text)
-    parts = split_arguments(match.group(1)) if match else split_arguments(text, "|")
-    parts = [p.strip("\"' ") for p in parts if p.strip() not in _NONE]
-    return parts if len(parts) > 1 and all(parts) else []
+    if match:  # `Union["A", "B"]`: names, quoted or not
+        parts = [p.strip("\"' ") for p in split_arguments(match.group(1))]
+    else:  # `A | B` (TypeScript's `"a" | "b"` are values: no type's names)
+        parts = [p.strip() for p in split_arguments(text, "|")]
+    parts = [p for p in parts if p not in _NONE]
+    if any(not p or p[0] in "\"'`" for p in parts):
+        return []
+    return parts if len(parts) > 1 else []
 
 
 _CONTAINERS = re.compile(
@@ -104,7 +110,8 @@ def element_type(text: str) -> str:
     if match is None or not match.group(1):
         return ""
     arguments = split_arguments(match.group(1))
-    if _TUPLE.match(text) and len(arguments) > 1 and arguments[1] != "...":
+    if not arguments or (_TUPLE.match(text.strip("\"'")) and len(arguments) > 1
+                         and arguments[1] != "..."):  # fmt: skip
         return ""  # `tuple[Key, Node]`: each place its own type
     return arguments[0]
 
