@@ -575,12 +575,12 @@ class _Extractor:
             if ref.typed is not None:
                 typed = self._substitute(self._type_text(ref.typed), line, chain, scopes)
             if qualifier and not typed:
-                head = qualifier.split(".", 1)[0].split("[", 1)[0]
+                head = dotted(qualifier).split(".", 1)[0].split("[", 1)[0]  # `$o->owner`: $o
                 inner = self._region_type(head, key[0]) if self.inner else None
                 if inner is None:
                     typed = self._head_type(qualifier, line, chain, scopes)
                 else:
-                    typed = self._in_region(qualifier, head, inner, line, chain, scopes)
+                    typed = self._in_region(qualifier, inner, line, chain, scopes)
             out.append(
                 make_reference(path, name, ref.kind, line, column, enclosing, qualifier, typed)
             )
@@ -673,12 +673,12 @@ class _Extractor:
                 typed = self._head_type(prefix, line, chain, scopes)
                 inner_type = self._region_type(head, key[0]) if inner else None
                 if inner_type is not None:
-                    typed = self._in_region(prefix, head, inner_type, line, chain, scopes)
+                    typed = self._in_region(prefix, inner_type, line, chain, scopes)
             out.append(make_reference(path, name, kind, line, column, enclosing, prefix, typed))
         return out
 
     def _in_region(
-        self, qualifier: str, head: str, inner: str, line: int, chain: list[Definition],
+        self, qualifier: str, inner: str, line: int, chain: list[Definition],
         scopes: dict[str, Any],
     ) -> str:  # fmt: skip
         """The receiver type of a member on `qualifier`, whose head a lambda or comprehension

@@ -68,9 +68,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # locals and fields are typed by `Ruler[T]()`, `x or Default()`, either call of a
 # conditional, and (where nothing else types them) by the attribute or the element they copy;
 # `x = x.m()` types x from its binding before; `tokens[i].f()` is an element's.
-# 13: a lambda's or comprehension's variable heading a plain chain (`e.manager.name()`)
-# gives its own type, resolution walking the chain from it; a conditional choosing between
-# two different calls types nothing.
+# 13: a lambda's or comprehension's variable heading a plain chain (`e.manager.name()`,
+# PHP's `fn(Shop $o) => $o->owner->price()`) gives its own type, resolution walking the
+# chain from it; a conditional choosing between two different calls types nothing.
 GRAPH_VERSION = 13
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,

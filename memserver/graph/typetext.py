@@ -38,7 +38,7 @@ def main_type(text: str) -> str:
 _WRAPPED = re.compile(r"^(?:[\w.]*\.)?(?:Optional|Final|ClassVar|Annotated)\[(.*)\]$")
 _TUPLE = re.compile(r"^(?:[\w.]*\.)?(?:tuple|Tuple)\[")
 _UNION = re.compile(r"^(?:[\w.]*\.)?Union\[(.*)\]$")
-_NONE = ("None", "null", "undefined")
+_NONE = ("None", "null", "undefined", "void", "false")  # PHP's `User|false`
 
 
 def union_members(text: str) -> list[str]:

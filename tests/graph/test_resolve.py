@@ -319,8 +319,9 @@ def _confident(tags: FileTags, table: SymbolTable, line: int, name: str) -> list
 
 def test_what_is_no_element_nor_copy_gives_no_type() -> None:
     """An annotation beside a copied value wins; a call on an index of an instance, a copy
-    read through an index, a comprehension variable's element, a tuple's second place and a
-    list of values make no type from the container."""
+    read through an index, a tuple's second place, a list of values and a choice of two
+    calls make no type; a comprehension variable's element (`r[0]` of a `list[Key]`) is a
+    Key."""
     files = {
         "k/kinds.py": (
             "class Node:\n    def args(self):\n        pass\n    def walk(self):\n        pass\n"
@@ -375,6 +376,23 @@ def test_a_comprehensions_variable_heads_its_chain_once() -> None:
     tags = tags_of({"staff.py": source})
     table = SymbolTable(tags.values())
     assert _confident(tags["staff.py"], table, 11, "name") == ["Manager.name"]
+
+
+def test_a_php_arrow_functions_parameter_heads_its_chain_not_the_outer_local() -> None:
+    """`fn(Shop $o) => $o->owner->price()` inside a function whose own `$o` is an Order."""
+    source = (
+        "<?php\n"
+        "class Owner { function price() {} }\n"
+        "class Bill { function price() {} }\n"
+        "class Shop { public Owner $owner; }\n"
+        "class Order { public Bill $owner; }\n"
+        "function f(Order $o, array $xs) {\n"
+        "    return array_map(fn(Shop $o) => $o->owner->price(), $xs);\n"  # 7
+        "}\n"
+    )
+    tags = tags_of({"a.php": source}, "php")
+    table = SymbolTable(tags.values())
+    assert _confident(tags["a.php"], table, 7, "price") == ["Owner.price"]
 
 
 def test_type_texts_with_nothing_inside_their_brackets_are_no_type() -> None:
