@@ -575,8 +575,10 @@ class _Extractor:
             if ref.typed is not None:
                 typed = self._substitute(self._type_text(ref.typed), line, chain, scopes)
             if qualifier and not typed:
-                head = dotted(qualifier).split(".", 1)[0].split("[", 1)[0]  # `$o->owner`: $o
-                inner = self._region_type(head, key[0]) if self.inner else None
+                inner = None
+                if self.inner:  # `$o->owner`: $o
+                    head = dotted(qualifier).split(".", 1)[0].split("[", 1)[0]
+                    inner = self._region_type(head, key[0])
                 if inner is None:
                     typed = self._head_type(qualifier, line, chain, scopes)
                 else:
@@ -746,7 +748,7 @@ class _Extractor:
         `s.items[0]`: "(Store).items[0]", which no member's name continues)."""
         qualifier = dotted(qualifier)  # `$s->first()`, `p->items[0]` as `s.first()` is
         head = qualifier.split(".", 1)[0]
-        indexed = _INDEXED.match(qualifier)
+        indexed = _INDEXED.match(qualifier) if "[" in qualifier else None
         if indexed is not None:  # `tokens[i].block()`: an element of a typed local
             typed = self._local_type(indexed.group(1), line, chain, scopes)
             return f"iter({self._substitute(typed, line, chain, scopes)})" if typed else ""
