@@ -24,6 +24,19 @@ def refs(tags: FileTags, name: str) -> list[Reference]:
     return [r for r in tags.references if r.name == name]
 
 
+def _project(files: dict[str, str], path: str, language: str = "python"
+             ) -> tuple[FileTags, SymbolTable]:  # fmt: skip
+    """The tags of `path` among `files`, and the table of them all."""
+    tags = tags_of(files, language)
+    return tags[path], SymbolTable(tags.values())
+
+
+def _confident(tags: FileTags, table: SymbolTable, line: int, name: str) -> list[str]:
+    """The definitions the one use of `name` on `line` resolves to with confidence."""
+    (ref,) = [r for r in tags.references if r.line == line and r.name == name]
+    return [d.qualified for d, s in resolve(ref, tags, table) if s >= MIN_CONFIDENCE]
+
+
 PROJECT = {
     "app/a.py": "class A:\n    def run(self):\n        return 1\n",
     "app/b.py": "class B:\n    def run(self):\n        return 2\n",
@@ -168,9 +181,8 @@ def test_a_name_imported_from_a_module_of_the_same_name_is_that_modules_definiti
         "rules/hr.py": "def hr(state):\n    pass\n",
         "parser.py": "from rules import fence, hr\n\ndef run(s):\n    fence(s)\n    hr(s)\n",
     }
-    tags = tags_of(files)
-    table = SymbolTable(tags.values())
-    init = tags["rules/__init__.py"]
+    init, table = _project(files, "rules/__init__.py")
+    parser = tags_of({"parser.py": files["parser.py"]})["parser.py"]
     assert {(i.module, i.name) for i in init.imports} == {
         (".fence", "fence"), (".fence", "make_rule"), ("rules.hr", "hr"),
     }  # fmt: skip
@@ -178,8 +190,8 @@ def test_a_name_imported_from_a_module_of_the_same_name_is_that_modules_definiti
         (imported,) = refs(init, name)
         found = resolve(imported, init, table)
         assert found[0][0].path == path and found[0][1] >= MIN_CONFIDENCE, name
-        (call,) = [r for r in refs(tags["parser.py"], name) if r.kind == "call"]
-        found = resolve(call, tags["parser.py"], table)
+        (call,) = [r for r in refs(parser, name) if r.kind == "call"]
+        found = resolve(call, parser, table)
         assert (found[0][0].path, found[0][0].qualified) == (path, name), name
 
 
@@ -220,20 +232,14 @@ def test_receivers_typed_by_a_generic_constructor_a_default_an_element_or_an_att
             "        tokens[1:].block()\n"  # 29
         ),
     }
-    tags = tags_of(files)
-    table = SymbolTable(tags.values())
-    use = tags["m/use.py"]
+    use, table = _project(files, "m/use.py")
     expected = {12: "Ruler.push", 14: "Token.block", 16: "Info.ampm", 18: "Info.ampm",
                 20: "Token.block", 27: "Info.ampm", 28: "Token.block"}  # fmt: skip
-    for ref in use.references:
-        if ref.name not in ("push", "block", "ampm"):
-            continue
-        found = resolve(ref, use, table)
-        confident = [d.qualified for d, score in found if score >= MIN_CONFIDENCE]
-        assert confident == ([expected[ref.line]] if ref.line in expected else []), ref.line
-    assert {r.line for r in use.references if r.name in ("push", "block", "ampm")} == {
-        *expected, 22, 29
-    }  # fmt: skip
+    names = {r.line: r.name for r in use.references if r.name in ("push", "block", "ampm")}
+    assert set(names) == {*expected, 22, 29}
+    for line, name in names.items():
+        wanted = [expected[line]] if line in expected else []
+        assert _confident(use, table, line, name) == wanted, line
 
 
 def test_a_union_ranks_each_alternatives_members_in_the_order_written() -> None:
@@ -261,22 +267,15 @@ def test_a_union_ranks_each_alternatives_members_in_the_order_written() -> None:
             "        self.transport.nothing()\n"  # 12
         ),
     }
-    tags = tags_of(files)
-    table = SymbolTable(tags.values())
-    use = tags["s/use.py"]
+    use, table = _project(files, "s/use.py")
     expected = {
         9: ["Base.receive", "Bytes.receive"],
         10: ["Bytes.only_bytes"],
         11: ["Bytes.receive", "Base.receive"],
         12: [],
     }
-    seen = set()
-    for ref in use.references:
-        if ref.line in expected and ref.qualifier.startswith("self."):
-            found = resolve(ref, use, table)
-            assert [d.qualified for d, s in found if s >= MIN_CONFIDENCE] == expected[ref.line]
-            seen.add(ref.line)
-    assert seen == set(expected)
+    for line, name in ((9, "receive"), (10, "only_bytes"), (11, "receive"), (12, "nothing")):
+        assert _confident(use, table, line, name) == expected[line], line
 
 
 def test_a_local_rebound_from_itself_keeps_its_type() -> None:
@@ -297,9 +296,7 @@ def test_a_local_rebound_from_itself_keeps_its_type() -> None:
             "    made.host()\n"  # 8
         ),
     }
-    tags = tags_of(files)
-    table = SymbolTable(tags.values())
-    use = tags["u/use.py"]
+    use, table = _project(files, "u/use.py")
     expected = {(5, "copy_with"): "URL.copy_with", (6, "host"): "URL.host",
                 (8, "host"): "URL.host"}  # fmt: skip
     seen = set()
@@ -310,11 +307,6 @@ def test_a_local_rebound_from_itself_keeps_its_type() -> None:
             assert found[0][1] >= MIN_CONFIDENCE
             seen.add((ref.line, ref.name))
     assert seen == set(expected)
-
-
-def _confident(tags: FileTags, table: SymbolTable, line: int, name: str) -> list[str]:
-    (ref,) = [r for r in tags.references if r.line == line and r.name == name]
-    return [d.qualified for d, s in resolve(ref, tags, table) if s >= MIN_CONFIDENCE]
 
 
 def test_what_is_no_element_nor_copy_gives_no_type() -> None:
@@ -353,9 +345,7 @@ def test_what_is_no_element_nor_copy_gives_no_type() -> None:
             "        return [r[0].value() for r in rows]\n"  # 22
         ),
     }
-    tags = tags_of(files)
-    table = SymbolTable(tags.values())
-    use = tags["k/use.py"]
+    use, table = _project(files, "k/use.py")
     assert _confident(use, table, 9, "args") == ["Call.args"]
     for line, name in ((11, "run"), (13, "run"), (14, "walk"), (16, "run"), (18, "run"),
                        (21, "walk")):  # fmt: skip
@@ -437,9 +427,7 @@ def test_a_chain_of_rebindings_from_itself_is_followed_and_a_long_one_is_cut() -
             "    s = URL(x)\n" + "    s = s.join()\n" * 600 + "    s.foo()\n"
         ),
     }
-    tags = tags_of(files)
-    table = SymbolTable(tags.values())
-    use = tags["u/use.py"]
+    use, table = _project(files, "u/use.py")
     assert _confident(use, table, 7, "foo") == ["Copied.foo"]
     assert len([r for r in use.references if r.name == "join"]) == 601  # the file was tagged
 
