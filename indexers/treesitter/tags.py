@@ -74,6 +74,7 @@ _DECLARATORS = frozenset({"c", "cpp"})
 # values that name themselves (`function build() {…}`, `class Store {…}`)
 _NAMED_VALUES = frozenset({"function_expression", "generator_function", "class"})
 _SPACE = re.compile(r"\s")
+_HEAD_END = re.compile(r"[.(\[]")  # what ends the name a type text starts from
 _INDEXED = re.compile(r"^([A-Za-z_]\w*)\[[^\[\]:]+\]$")  # `tokens[i]`, no slice nor nesting
 # what ends the text before a member's name (`->*` and `.*`: C++'s pointers to members)
 _MEMBER_END = re.compile(r"(?:->\*?|\.\*|[\s.:?\\])+\Z")
@@ -1090,7 +1091,7 @@ def _head(typed: str) -> str:
     """The name a type text starts from: "url" of "url.copy_with", "iter(items)" -> items."""
     if typed.startswith("iter("):
         typed = typed[5:]
-    return re.split(r"[.(\[]", typed, maxsplit=1)[0]
+    return _HEAD_END.split(typed, maxsplit=1)[0]
 
 
 def _borrowed(type_node: Node | None, iterable: Node | None) -> bool:

@@ -8,18 +8,28 @@ import re
 
 _OPTIONAL = re.compile(r"^(?:[\w.]*\.)?(?:Optional|Final|ClassVar|Annotated|Type|type)\[(.*)\]$")
 _WRAPPERS = ("*", "&mut ", "&", "?", "!", "const ", "mut ")
+_NONE = ("None", "null", "undefined", "void", "false")  # PHP's `User|false`
+
+
+def _unwrap(text: str, wrappers: re.Pattern[str]) -> str:
+    """`Optional[Client]`, `Annotated[Client, meta]` -> "Client" (up to three deep); ""
+    for a wrapper with nothing inside (`Optional[]`)."""
+    for _ in range(3):
+        match = wrappers.match(text)
+        if match is None:
+            break
+        arguments = split_arguments(match.group(1))
+        if not arguments:
+            return ""
+        text = arguments[0].strip().strip("\"'")
+    return text
 
 
 def main_type(text: str) -> str:
     """The class a type expression names: Optional[Client] / Client | None / "Client" /
     *Client / Client<T> / Client? -> Client; "" for anything else (unions, literals…)."""
-    text = text.strip().strip("\"'")
-    for _ in range(3):
-        match = _OPTIONAL.match(text)
-        if match is None:
-            break
-        text = match.group(1).split(",")[0].strip().strip("\"'")
-    parts = [p.strip() for p in text.split("|") if p.strip() not in ("None", "null", "undefined")]
+    text = _unwrap(text.strip().strip("\"'"), _OPTIONAL)
+    parts = [p.strip() for p in text.split("|") if p.strip() not in _NONE]
     if len(parts) != 1:
         return ""
     text = parts[0]
@@ -38,20 +48,13 @@ def main_type(text: str) -> str:
 _WRAPPED = re.compile(r"^(?:[\w.]*\.)?(?:Optional|Final|ClassVar|Annotated)\[(.*)\]$")
 _TUPLE = re.compile(r"^(?:[\w.]*\.)?(?:tuple|Tuple)\[")
 _UNION = re.compile(r"^(?:[\w.]*\.)?Union\[(.*)\]$")
-_NONE = ("None", "null", "undefined", "void", "false")  # PHP's `User|false`
 
 
 def union_members(text: str) -> list[str]:
     """The alternatives of a union of two or more types, as written, None left out:
     `A | B | None`, `Union[A, B]`, `Optional[Union[A, B]]` -> ["A", "B"]; [] for anything
     else (one type, `X | None`)."""
-    text = text.strip().strip("\"'")
-    for _ in range(3):
-        match = _WRAPPED.match(text)
-        arguments = split_arguments(match.group(1)) if match else []
-        if not arguments:
-            break
-        text = arguments[0].strip()  # `Annotated[T, meta]`: T
+    text = _unwrap(text.strip().strip("\"'"), _WRAPPED)
     match = _UNION.match(text)
     if match:  # `Union["A", "B"]`: names, quoted or not
         parts = [p.strip("\"' ") for p in split_arguments(match.group(1))]
