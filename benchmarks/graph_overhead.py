@@ -27,6 +27,9 @@ is also given paired: each repetition's run with the graph against its own run w
 (adjacent in time, they meet the same load), their median, and a 95 % interval for that
 median (2,000 bootstrap resamples of the repetitions, seeded): a target is met when the
 interval's upper end is under it, and cannot be told when the interval straddles it.
+The same is given for the whole run (`seconds`: after the keyword phase the run compacts
+the tables, the graph's two among them, and builds the graph's lookup B-trees once they
+are large enough), its extra time taken as a share of the keyword phase without the graph.
 
 A run with the graph takes the worker an earlier run of this process kept (as a long-lived
 process does: `tagging._KEPT`), or starts one as every `Engine.index` does, before it
@@ -188,7 +191,7 @@ def _split(variant: str) -> Iterator[None]:
         IndexStore._open_graphs = open_graphs  # type: ignore[method-assign]
 
 
-def _run(tree: Path, embedder: str, variant: str) -> tuple[float, float, dict[str, int]]:
+def _run(tree: Path, embedder: str, variant: str) -> tuple[float, float, dict[str, int], float]:
     from memserver.engine import Engine
 
     workers = {"index": {"graph_workers": 0}} if variant == "in-process" else None
@@ -214,13 +217,16 @@ def _run(tree: Path, embedder: str, variant: str) -> tuple[float, float, dict[st
             "graph": _size(lance / "symbols.lance") + _size(lance / "refs.lance"),
             "index": _size(Path(index_dir)),
         }
-    return report.seconds_to_search, cpu, disk
+    return report.seconds_to_search, cpu, disk, report.seconds
 
 
-def paired(with_: list[float], without: list[float], seed: int = 0) -> tuple[float, float, float]:
-    """The median of the repetitions' shares (with / without - 1, run by run) and a 95 %
-    bootstrap interval for it."""
-    shares = [w / b - 1 for w, b in zip(with_, without, strict=True)]
+def paired(with_: list[float], without: list[float], seed: int = 0,
+           of: list[float] | None = None) -> tuple[float, float, float]:  # fmt: skip
+    """The median of the repetitions' shares ((with - without) / without, run by run; or
+    of `of`'s run, the keyword phase of a whole run's time) and a 95 % bootstrap interval
+    for it."""
+    base = without if of is None else of
+    shares = [(w - b) / d for w, b, d in zip(with_, without, base, strict=True)]
     rng = random.Random(seed)
     medians = sorted(statistics.median(rng.choices(shares, k=len(shares))) for _ in range(2000))
     return statistics.median(shares), medians[49], medians[1949]
@@ -231,7 +237,7 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False, floor: 
     variants = _VARIANTS + (_SPLIT if split else ()) + ((_FLOOR,) if floor else ())
     for variant in variants:  # imports, grammars, queries, a first worker: outside timings
         _run(tree, "none", variant)
-    runs: dict[str, list[tuple[float, float, dict[str, int]]]] = {v: [] for v in variants}
+    runs: dict[str, list[tuple[float, float, dict[str, int], float]]] = {v: [] for v in variants}
     default_workers = 0
     for turn in range(repeat):  # each repetition starts with the next kind: no kind always
         shift = turn % len(variants)  # follows the same one (whose leftovers it would meet)
@@ -247,6 +253,8 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False, floor: 
     halves: dict[str, Any] = {f"{v.replace('-', '_')}_share": round((wall[v] - base) / base, 4)
                               for v in _SPLIT if v in wall}  # fmt: skip
     share, low, high = paired([r[0] for r in runs["default"]], [r[0] for r in runs["without"]])
+    whole = paired([r[3] for r in runs["default"]], [r[3] for r in runs["without"]],
+                   of=[r[0] for r in runs["without"]])  # fmt: skip
     if floor:
         spun = paired([r[0] for r in runs[_FLOOR]], [r[0] for r in runs["without"]])
         halves["floor_paired_share"] = round(spun[0], 4)
@@ -258,6 +266,8 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False, floor: 
         "share": round((wall["default"] - base) / base, 4),
         "paired_share": round(share, 4),
         "paired_interval": [round(low, 4), round(high, 4)],
+        "whole_run_paired_share": round(whole[0], 4),
+        "whole_run_paired_interval": [round(whole[1], 4), round(whole[2], 4)],
         "default_runs_with_a_worker": f"{default_workers}/{repeat}",
         "worker_s": round(wall["worker"], 3),
         "worker_share": round((wall["worker"] - base) / base, 4),
@@ -277,9 +287,10 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False, floor: 
     }
 
 
-def _cli_run(tree: Path, variant: str) -> float:
+def _cli_run(tree: Path, variant: str) -> tuple[float, float]:
     """One `memserver index` in a process of its own, as a user runs it ("default": the
-    graph as the command makes it; "without": no graph): its keyword phase in seconds."""
+    graph as the command makes it; "without": no graph): its keyword phase and the whole
+    run in seconds."""
     env = {k: v for k, v in os.environ.items()
            if k in ("PATH", "HOME", "PYTHONPATH", "FASTEMBED_CACHE_PATH", "HF_HUB_OFFLINE")
            }  # fmt: skip
@@ -288,7 +299,8 @@ def _cli_run(tree: Path, variant: str) -> float:
             [sys.executable, __file__, "--child", variant, str(tree.resolve()), index_dir],
             env=env, cwd=index_dir, capture_output=True, text=True, check=True,
         )  # fmt: skip
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds_to_search"])
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(summary["seconds_to_search"]), float(summary["seconds"])
 
 
 def _child(variant: str, tree: str, index_dir: str) -> None:
@@ -309,14 +321,19 @@ def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
     graph and without it in turn, paired run by run."""
     for variant in ("default", "without"):  # the files in the page cache
         _cli_run(tree, variant)
-    runs: dict[str, list[float]] = {"default": [], "without": []}
+    runs: dict[str, list[tuple[float, float]]] = {"default": [], "without": []}
     for turn in range(repeat):
         for variant in ("default", "without") if turn % 2 else ("without", "default"):
             runs[variant].append(_cli_run(tree, variant))
-    share, low, high = paired(runs["default"], runs["without"])
-    return {"tree": tree.name, "keyword_phase_s": round(statistics.median(runs["without"]), 3),
-            "with_graph_s": round(statistics.median(runs["default"]), 3),
+    with_, without = runs["default"], runs["without"]
+    share, low, high = paired([r[0] for r in with_], [r[0] for r in without])
+    whole = paired([r[1] for r in with_], [r[1] for r in without], of=[r[0] for r in without])
+    return {"tree": tree.name,
+            "keyword_phase_s": round(statistics.median(r[0] for r in without), 3),
+            "with_graph_s": round(statistics.median(r[0] for r in with_), 3),
             "paired_share": round(share, 4), "paired_interval": [round(low, 4), round(high, 4)],
+            "whole_run_paired_share": round(whole[0], 4),
+            "whole_run_paired_interval": [round(whole[1], 4), round(whole[2], 4)],
             "repeat": repeat}  # fmt: skip
 
 
@@ -350,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"with the graph {r['with_graph_s']:.3f} s; paired share "
                   f"{r['paired_share']:+.1%}, 95 % interval {low:+.1%} .. {high:+.1%} "
                   f"({r['repeat']} repetitions)")  # fmt: skip
+        _print_whole(found)
         return 0
     results = [measure(t, max(1, args.repeat), args.embedder, args.split, args.floor)
                for t in args.trees]  # fmt: skip
@@ -372,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         low, high = r["paired_interval"]
         print(f"{r['tree']:<12}paired share (run by run) {r['paired_share']:+.1%}, 95 % interval "
               f"{low:+.1%} .. {high:+.1%} ({r['repeat']} repetitions)")  # fmt: skip
+    _print_whole(results)
     for r in results:
         if "floor_paired_share" in r:
             low, high = r["floor_paired_interval"]
@@ -383,6 +402,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['tree']:<12}the write alone (tags ready) {r['tags_ready_share']:+.1%}, "
                   f"the making alone (no write) {r['no_write_share']:+.1%}")  # fmt: skip
     return 0
+
+
+def _print_whole(results: list[dict[str, Any]]) -> None:
+    for r in results:
+        low, high = r["whole_run_paired_interval"]
+        print(f"{r['tree']:<12}the whole run's extra time (after the keyword phase too), of the "
+              f"keyword phase: paired {r['whole_run_paired_share']:+.1%}, 95 % interval "
+              f"{low:+.1%} .. {high:+.1%}")  # fmt: skip
 
 
 if __name__ == "__main__":

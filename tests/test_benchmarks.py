@@ -95,9 +95,13 @@ def test_the_graph_benchmarks_run_on_a_small_package(
     assert low <= overhead["paired_share"] <= high and overhead["graph_bytes"] > 0
     low, high = overhead["floor_paired_interval"]
     assert low <= overhead["floor_paired_share"] <= high
+    low, high = overhead["whole_run_paired_interval"]
+    assert low <= overhead["whole_run_paired_share"] <= high
     assert graph_overhead.main([str(root), "--cli", "--repeat", "1", "--json"]) == 0
     [command] = json.loads(capsys.readouterr().out)
     assert command["keyword_phase_s"] > 0 and command["with_graph_s"] > 0
+    low, high = command["whole_run_paired_interval"]
+    assert low == command["whole_run_paired_share"] == high  # one repetition
 
 
 def test_the_paired_share_and_its_interval() -> None:
@@ -115,3 +119,6 @@ def test_the_paired_share_and_its_interval() -> None:
     share, low, high = paired(varied, without)
     assert round(share, 9) == 0.08 and low < share < high
     assert round(low, 9) >= 0.02 and round(high, 9) <= 0.3  # within the shares seen
+    # a whole run's extra time, of its keyword phase: 0.05 s more on a 0.25 s phase
+    share, low, high = paired([1.05, 2.05, 0.55], [1.0, 2.0, 0.5], of=[0.25, 0.25, 0.25])
+    assert round(share, 9) == round(low, 9) == round(high, 9) == 0.2

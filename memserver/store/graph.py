@@ -85,6 +85,14 @@ class FileRow:
 # recalls (the LanceDB code of an index search, which the rest of recall does not run,
 # stays unmapped). Above it (Django's 57k rows) holding them would cost more than it saves.
 NAMED_IN_MEMORY_ROWS = 20_000
+# The rows of `symbols` and of `refs` from which their lookup B-trees are built
+# (`ensure_indexes`). Below them a filtered read scans a few milliseconds more than a
+# lookup (a name among 10k / 30k / 100k symbol rows: 6.1 / 11.3 / 23.4 ms scanned, 4.5 /
+# 4.5 / 7.3 ms looked up; a version among 100k / 300k reference rows: 8.2 / 14.8 ms against
+# 4.4 / 3.0), and `named` answers from memory anyway, while building them is a cost of the
+# first index run: 21-33 ms of rxjs's, click's or mongoose's (8.0k-35.5k reference rows),
+# a tenth of their keyword phase.
+LOOKUP_MIN_ROWS = (NAMED_IN_MEMORY_ROWS, 100_000)
 
 
 class GraphRows:
@@ -124,14 +132,14 @@ class GraphRows:
         return self._shapes
 
     def ensure_indexes(self) -> None:
-        """B-trees on what reads and writes filter by: a definition's name (recall's graph
-        arm) and a version (closing, reopening and loading a file's rows). Without
-        them each such read scans every stored version: on Django's nine releases in one
-        index (347k symbol rows) the graph arm of a short query took 117-138 ms, with them
-        36-39 ms."""
+        """B-trees on what reads and writes filter by, once a table is large enough to need
+        them (`LOOKUP_MIN_ROWS`): a definition's name (recall's graph arm) and a version
+        (closing, reopening and loading a file's rows). Without them each such read scans
+        every stored version: on Django's nine releases in one index (347k symbol rows)
+        the graph arm of a short query took 117-138 ms, with them 36-39 ms."""
         with lance_errors("index the code graph's names and versions"):
-            ldb.ensure_lookup_indexes(self.symbols, ("name", "version"))
-            ldb.ensure_lookup_indexes(self.refs, ("version",))
+            ldb.ensure_lookup_indexes(self.symbols, ("name", "version"), LOOKUP_MIN_ROWS[0])
+            ldb.ensure_lookup_indexes(self.refs, ("version",), LOOKUP_MIN_ROWS[1])
 
     # -- writes (through IndexStore) ----------------------------------------------------
 

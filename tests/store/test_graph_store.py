@@ -326,6 +326,38 @@ def _indexed(table) -> set[str]:
     return {c for ix in table.list_indices() for c in ix.columns}
 
 
+@pytest.fixture
+def small_tables_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lookup B-trees of a large graph on this small one."""
+    from memserver.store import graph
+
+    monkeypatch.setattr(graph, "LOOKUP_MIN_ROWS", (1, 1))
+
+
+def test_a_small_graph_is_read_by_scans_and_gets_its_b_trees_once_large(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memserver.store import graph
+
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    assert not _indexed(store.graph.symbols) and not _indexed(store.graph.refs)
+    symbols, refs = store.graph.symbols.count_rows(), store.graph.refs.count_rows()
+    # the thresholds between this graph's rows: only the table past its own gets them
+    monkeypatch.setattr(graph, "LOOKUP_MIN_ROWS", (symbols + 1, refs))
+    util = repo / "pkg/util.py"
+    util.write_text(util.read_text())  # a new mtime, the same content: a run, no change
+    engine.index()
+    assert not _indexed(store.graph.symbols)
+    assert _indexed(store.graph.refs) == {"version"}
+    monkeypatch.setattr(graph, "LOOKUP_MIN_ROWS", (symbols, refs))
+    util.write_text(util.read_text())
+    engine.index()
+    assert {"name", "version"} <= _indexed(store.graph.symbols)
+
+
+@pytest.mark.usefixtures("small_tables_indexed")
 def test_names_and_versions_are_indexed_and_rows_written_after_are_still_found(
     repo: Path,
 ) -> None:
@@ -385,6 +417,7 @@ def test_named_answers_from_memory_as_the_scans_do_and_stays_fresh(
     assert held == scanned
 
 
+@pytest.mark.usefixtures("small_tables_indexed")
 def test_an_index_without_the_lookup_indexes_gets_them_from_a_run_that_changes_nothing(
     repo: Path,
 ) -> None:
