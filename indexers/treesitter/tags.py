@@ -55,8 +55,8 @@ _COMMENT_MARKS = ("/**", "/*!", "///", "//!", "//", "/*", "*/", "#", "--[[", "--
 _MAX_QUALIFIER = 120
 # single-capture roles that may also come with a pattern's other captures
 _FLAT_EXTRAS = frozenset(
-    {"ignore", "ignore.inside", "local.scope", "local.global", "local.constructor", "returned",
-     "package"}
+    {"ignore", "ignore.inside", "local.scope", "local.global", "local.nonlocal",
+     "local.constructor", "returned", "package"}
 )  # fmt: skip
 
 
@@ -173,7 +173,9 @@ class _Extractor:
         self.guessed: dict[tuple[int, int], Node] = {}  # name -> a declared type guess
         self.decorators: dict[tuple[int, int], Node] = {}  # name -> its outermost decorator
         self.returned: list[Node] = []  # what return statements return
-        self.globals: set[str] = set()
+        # `global x` / `nonlocal x` statements: in their function, x is no local of its own
+        self.outer_names: list[tuple[Node, str]] = []  # (name node, "global" | "nonlocal")
+        self.declared_outer: dict[str, dict[str, str]] = {}  # function -> name -> how
         self.ignored: set[tuple[int, int]] = set()
         self.qualifier_before: dict[tuple[int, int], Node] = {}  # name -> expression
         self.ignored_inside: list[Node] = []  # no reference inside these (use declarations)
@@ -341,8 +343,8 @@ class _Extractor:
                 self.locals.extend((n, None, None) for n in nodes)
             elif key == "local.scope":
                 self.scope_nodes.extend(nodes)
-            elif key == "local.global":
-                self.globals.update(self._text(n) for n in nodes)
+            elif key in ("local.global", "local.nonlocal"):
+                self.outer_names.extend((n, key[6:]) for n in nodes)
             elif key == "local.constructor":
                 self.constructor_params.extend(nodes)
             elif key == "returned":
@@ -541,7 +543,6 @@ class _Extractor:
         local_names = {n for bound in scopes.values() for n in bound}
         local_names.update(n for bound in self.inner.values() for n in bound)
         local_names.update(n for bound in self._class_locals.values() for n in bound)
-        local_names.difference_update(self.globals)
         source, text_of = self.source, self._text
         path = self.path
         out: list[Reference] = []
@@ -703,6 +704,11 @@ class _Extractor:
         return f"({typed}){rest}" if rest.startswith(".") else ""
 
     def _class_scopes(self, spans: _Spans) -> None:
+        for node, how in self.outer_names:  # at the module's level they change nothing
+            function = next((d for d in spans.chain(node.start_byte) if d.kind in _FUNCTIONS),
+                            None)  # fmt: skip
+            if function is not None:
+                self.declared_outer.setdefault(function.qualified, {})[self._text(node)] = how
         self._class_locals: dict[str, set[str]] = {}
         for node in self.constructor_params:
             owner = next((d for d in spans.chain(node.start_byte) if d.kind in CLASS_KINDS), None)
@@ -781,22 +787,33 @@ class _Extractor:
         """The type of the local `name` at `line`: its latest typed binding there (one that
         only copies a value types it only where no other does, `_borrowed`). A binding made
         from the name itself (`url = url.copy_with(…)`) is not yet made on its own line (its
-        right side is read first), and after it is the earlier binding's type carried on."""
+        right side is read first), and after it is the earlier binding's type carried on.
+        A name a nested function uses but does not bind (or declares `nonlocal`) is an
+        enclosing function's, bound whenever the nested one runs: its latest typed binding
+        anywhere there."""
+        closure = False  # past a function: the bindings around it hold at any line
+        outer = self.declared_outer
         for definition in chain:
+            if outer and outer.get(definition.qualified, {}).get(name) == "nonlocal":
+                closure = True
+                continue
             bindings = scopes.get(definition.qualified, {}).get(name)
-            if bindings:
-                before: list[tuple[int, str]] = [
-                    (at, t) for at, t in bindings
-                    if t and (at < line or (at == line and _head(t) != name))
-                ]  # fmt: skip
-                own = [(at, t) for at, t in before if (definition.qualified, name, at) not in
-                       self.borrowed]  # fmt: skip
-                if not (own or before):
-                    return ""
-                at, typed = (own or before)[-1]
-                if _head(typed) == name:  # its binding before, at most `depth` back
-                    return self._substitute(typed, at, chain, scopes, depth - 1) if depth else ""
-                return typed
+            if not bindings:
+                closure = closure or definition.kind in _FUNCTIONS
+                continue
+            before: list[tuple[int, str]] = [
+                (at, t) for at, t in bindings if t and (
+                    _head(t) != name if closure  # (a rebinding from itself: one of the others)
+                    else at < line or (at == line and _head(t) != name))
+            ]  # fmt: skip
+            own = [(at, t) for at, t in before if (definition.qualified, name, at) not in
+                   self.borrowed]  # fmt: skip
+            if not (own or before):
+                return ""
+            at, typed = (own or before)[-1]
+            if _head(typed) == name:  # its binding before, at most `depth` back
+                return self._substitute(typed, at, chain, scopes, depth - 1) if depth else ""
+            return typed
         return ""
 
     def _substitute(
@@ -822,15 +839,22 @@ class _Extractor:
     def _is_local(
         self, name: str, chain: list[Definition], scopes: dict[str, dict[str, Any]]
     ) -> bool:
-        if name in self.globals:
-            return False
         if (
             chain
             and chain[0].kind in CLASS_KINDS
             and name in self._class_locals.get(chain[0].qualified, ())
         ):
             return True  # a constructor parameter used in the class header or an initializer
-        return any(d.kind in _FUNCTIONS and name in scopes.get(d.qualified, ()) for d in chain)
+        outer = self.declared_outer
+        for d in chain:
+            if d.kind not in _FUNCTIONS:
+                continue
+            how = outer.get(d.qualified, {}).get(name) if outer else None
+            if how == "global":  # the module's name, whatever the functions around bind
+                return False
+            if how is None and name in scopes.get(d.qualified, ()):
+                return True  # (`nonlocal`: an enclosing function's, looked up next)
+        return False
 
     def _type_text(self, node: Node | None) -> str:
         if node is None:

@@ -71,7 +71,10 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # 13: a lambda's or comprehension's variable heading a plain chain (`e.manager.name()`,
 # PHP's `fn(Shop $o) => $o->owner->price()`) gives its own type, resolution walking the
 # chain from it; a conditional choosing between two different calls types nothing.
-GRAPH_VERSION = 13
+# 14: `global x` / `nonlocal x` hold in their own function only (a `nonlocal` anywhere made
+# every function's x a reference); a closure's free name is typed by the enclosing
+# function's binding, wherever in it.
+GRAPH_VERSION = 14
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,
 # C and PHP `p->q`, PHP `A\\B`)

@@ -432,6 +432,51 @@ def test_a_chain_of_rebindings_from_itself_is_followed_and_a_long_one_is_cut() -
     assert len([r for r in use.references if r.name == "join"]) == 601  # the file was tagged
 
 
+def test_a_nested_function_sees_the_locals_around_it_and_global_binds_only_where_written(
+) -> None:  # fmt: skip
+    """A closure's free name is its enclosing function's local, typed by a binding made
+    after the closure (it runs later); `nonlocal` makes it so where the closure rebinds it.
+    `global x` makes x the module's in its own function only: another function's local x
+    is still local (a `global` anywhere in the file made every x a reference)."""
+    files = {
+        "p/io.py": (
+            "class Buffer:\n    def read(self):\n        pass\n"
+            "class Total:\n    def add(self, n) -> 'Total':\n        pass\n"
+            "    def report(self):\n        pass\n"
+            "def handle():\n    pass\n"
+        ),
+        "p/use.py": (
+            "from .io import Buffer, Total\n"
+            "handle = None\n"
+            "def outer():\n"
+            "    def send():\n"
+            "        return buffered.read()\n"  # 5
+            "    def bump():\n"
+            "        nonlocal total\n"
+            "        total = total.add(1)\n"  # 8
+            "        total.report()\n"
+            "    buffered = Buffer()\n"
+            "    total = Total()\n"
+            "    return send, bump\n"
+            "def setter():\n"
+            "    global handle\n"
+            "    handle = make()\n"
+            "    return handle\n"  # 16
+            "def task():\n"
+            "    handle = Total()\n"
+            "    use(handle.report, handle)\n"  # 19
+        ),
+    }
+    use, table = _project(files, "p/use.py")
+    assert _confident(use, table, 5, "read") == ["Buffer.read"]
+    assert _confident(use, table, 8, "add") == ["Total.add"]
+    assert _confident(use, table, 9, "report") == ["Total.report"]
+    assert _confident(use, table, 19, "report") == ["Total.report"]
+    handles = {r.line for r in use.references if r.name == "handle" and not r.qualifier}
+    assert handles == {16}  # the module's in setter; task's own local in task
+    assert {r.name for r in use.references if r.line in (5, 9)} == {"read", "report"}
+
+
 def test_imports_outrank_a_same_named_definition_elsewhere() -> None:
     repo = load("python")
     app = repo.tags["app.py"]

@@ -47,6 +47,9 @@
 ;   @local.definition    a name bound locally (parameter, assignment target) inside a
 ;                        function: bare references to it there are not references to a
 ;                        definition; @local.type is its declared or constructed type.
+;   @local.global        a name a function declares global (`global x`): there it is the
+;                        module's, whatever it binds; @local.nonlocal one it declares
+;                        nonlocal: an enclosing function's. Either only in that function.
 
 (class_definition
   name: (identifier) @name
@@ -213,7 +216,7 @@
 (splat_pattern (identifier) @local.definition)
 (case_pattern (as_pattern (identifier) @local.definition))
 (global_statement (identifier) @local.global)
-(nonlocal_statement (identifier) @local.global)
+(nonlocal_statement (identifier) @local.nonlocal)
 
 ; --- types of locals (receivers of known type) ----------------------------------------------
 
