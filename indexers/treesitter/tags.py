@@ -75,6 +75,9 @@ _DECLARATORS = frozenset({"c", "cpp"})
 _NAMED_VALUES = frozenset({"function_expression", "generator_function", "class"})
 _SPACE = re.compile(r"\s")
 _HEAD_END = re.compile(r"[.(\[]")  # what ends the name a type text starts from
+_WRAPPERS = ("iter(", "enter(")  # a type text of what an expression's value gives
+# Python's builtins that make a collection of another's elements (`_copied`)
+_COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
 _INDEXED = re.compile(r"^([A-Za-z_]\w*)\[[^\[\]:]+\]$")  # `tokens[i]`, no slice nor nesting
 # what ends the text before a member's name (`->*` and `.*`: C++'s pointers to members)
 _MEMBER_END = re.compile(r"(?:->\*?|\.\*|[\s.:?\\])+\Z")
@@ -175,6 +178,7 @@ class _Extractor:
         self.returned: list[Node] = []  # what return statements return
         # `global x` / `nonlocal x` statements: in their function, x is no local of its own
         self.outer_names: list[tuple[Node, str]] = []  # (name node, "global" | "nonlocal")
+        self.entered: set[int] = set()  # ids of the callees of `with callee() as x`
         self.declared_outer: dict[str, dict[str, str]] = {}  # function -> name -> how
         self.ignored: set[tuple[int, int]] = set()
         self.qualifier_before: dict[tuple[int, int], Node] = {}  # name -> expression
@@ -250,6 +254,10 @@ class _Extractor:
         defined = captures.get("local.definition")
         if defined:
             local_type = self._made_by((captures.get("local.type") or [None])[0])
+            entered = captures.get("local.entered")
+            if entered:  # `with make() as x`: what make() gives entered
+                local_type = entered[0]
+                self.entered.add(entered[0].id)
             iterable = (captures.get("local.iterable") or [None])[0]
             self.locals.extend((node, local_type, iterable) for node in defined)
         closure = captures.get("local.implicit")
@@ -723,24 +731,34 @@ class _Extractor:
         for node, type_node, iterable in self.locals:
             region = self.regions.chain(node.start_byte)
             if region:  # a lambda's parameter, a comprehension's variable
-                typed = self._type_text(type_node)
+                typed = self._local_text(type_node)
                 if iterable is not None:
-                    typed = f"iter({self._type_text(iterable)})"
+                    typed = f"iter({self._iterated(iterable)})"
                 bound = self.inner.setdefault(region[0], {})
                 bound[self._text(node)] = typed or bound.get(self._text(node), "")
                 continue
             for definition in spans.chain(node.start_byte):
                 if definition.kind in _FUNCTIONS:
                     bindings = scopes.setdefault(definition.qualified, {})
-                    typed = self._type_text(type_node)
+                    typed = self._local_text(type_node)
                     if iterable is not None:
-                        typed = f"iter({self._type_text(iterable)})"
+                        typed = f"iter({self._iterated(iterable)})"
                     at = node.start_point[0] + 1
                     bindings.setdefault(self._text(node), []).append((at, typed))
                     if typed and _borrowed(type_node, iterable):
                         self.borrowed.add((definition.qualified, self._text(node), at))
                     break
         return scopes
+
+    def _iterated(self, iterable: Node) -> str:
+        """The text of what a loop takes its elements from: `sorted(items)`'s are items'."""
+        return self._type_text(self._copied(iterable) or iterable)
+
+    def _local_text(self, type_node: Node | None) -> str:
+        typed = self._type_text(type_node)
+        if typed and type_node is not None and type_node.id in self.entered:
+            return f"enter({typed})"
+        return typed
 
     def _head_type(
         self,
@@ -822,8 +840,10 @@ class _Extractor:
         """A type expression whose head is a typed local, rewritten around the local's type:
         `formatter = ctx.make_formatter()` with `ctx: Context` gives "(Context).make_formatter";
         a bare local gives its own type."""
-        if text.startswith("iter(") and text.endswith(")"):
-            return f"iter({self._substitute(text[5:-1], line, chain, scopes, depth)})"
+        for wrapper in _WRAPPERS:  # `iter(items)`, `enter(self.make)`: around what they hold
+            if text.startswith(wrapper) and text.endswith(")"):
+                inner = text[len(wrapper) : -1]
+                return f"{wrapper}{self._substitute(inner, line, chain, scopes, depth)})"
         head = text.split(".", 1)[0].split("(", 1)[0]
         if depth <= 0 or not head.lstrip("$").isidentifier():
             return text
@@ -859,7 +879,25 @@ class _Extractor:
     def _type_text(self, node: Node | None) -> str:
         if node is None:
             return ""
+        copied = self._copied(node.parent) if node.parent is not None else None
+        if copied is not None and node.parent.child_by_field_name("function") == node:
+            return f"list[iter({self._type_text(copied)})]"  # `list(self._fields())`
         return " ".join(self._text(node).split())[:_MAX_QUALIFIER]
+
+    def _copied(self, call: Node) -> Node | None:
+        """What a copy of a collection copies: the argument of Python's `list(x)`,
+        `sorted(x)`, `tuple(x)`… (its elements are x's), or None for any other node."""
+        if self.language != "python" or call.type != "call":
+            return None
+        function = call.child_by_field_name("function")
+        arguments = call.child_by_field_name("arguments")
+        if function is None or arguments is None or self._text(function) not in _COPIES:
+            return None
+        given = arguments.named_children
+        if len(given) != 1 or given[0].type in ("keyword_argument", "list_splat",
+                                                 "dictionary_splat", "comment"):  # fmt: skip
+            return None
+        return given[0]
 
     # --- imports ---------------------------------------------------------------------------
 
@@ -1113,8 +1151,10 @@ _IMPORT_WORDS = ("import static ", "import ", "using static ", "using ", "use ",
 
 def _head(typed: str) -> str:
     """The name a type text starts from: "url" of "url.copy_with", "iter(items)" -> items."""
-    if typed.startswith("iter("):
-        typed = typed[5:]
+    for wrapper in _WRAPPERS:
+        if typed.startswith(wrapper):
+            typed = typed[len(wrapper) :]
+            break
     return _HEAD_END.split(typed, maxsplit=1)[0]
 
 

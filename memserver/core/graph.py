@@ -74,7 +74,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # 14: `global x` / `nonlocal x` hold in their own function only (a `nonlocal` anywhere made
 # every function's x a reference); a closure's free name is typed by the enclosing
 # function's binding, wherever in it.
-GRAPH_VERSION = 14
+# 15: `with make() as x` types x as what entering make()'s value gives ("enter(make)");
+# `list(x)`, `sorted(x)`… are collections of x's elements.
+GRAPH_VERSION = 15
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,
 # C and PHP `p->q`, PHP `A\\B`)

@@ -56,12 +56,16 @@ class Rules:
     # definitions named by an assignment's target (`exports.x = …`, `Model.prototype.save =
     # …`): the names before theirs are no scopes a bare name is looked up in
     assigned_names: bool = False
+    # a class's members are written in its own file only (no partial class, extension,
+    # reopening or impl elsewhere): another file's class of the same name shares none
+    members_at_home: bool = False
 
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 RULES: dict[str, Rules] = {
-    "python": Rules(frozenset({"self", "cls"}), frozenset({"super()", "super"}),
-                    extensions=(".py", ".pyi"), index_files=("__init__",)),
+    # `Self` (typing's) is only ever a return type: the class the method is written in
+    "python": Rules(frozenset({"self", "cls", "Self"}), frozenset({"super()", "super"}),
+                    extensions=(".py", ".pyi"), index_files=("__init__",), members_at_home=True),
     "ecmascript": Rules(frozenset({"this"}), frozenset({"super"}), separator="/",
                         extensions=_JS_EXTENSIONS, index_files=("index",),
                         export_prefixes=("exports", "module.exports"), module_value=True,

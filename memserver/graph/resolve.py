@@ -47,6 +47,7 @@ from memserver.graph.typetext import (
     callable_result,
     closing,
     element_type,
+    entered_type,
     main_type,
     union_members,
 )
@@ -395,12 +396,15 @@ class _Resolver:
     ) -> list[Candidate]:
         """The classes a type expression means where `ref` sits. Beside types it takes
         "(T).a.b" (attribute b of attribute a of a T), "iter(<expression>)" (an element of
-        what the expression gives: a loop variable) and "@<decorator>" (a decorated
-        function's value: what the decorator returns)."""
+        what the expression gives: a loop variable), "enter(<callee>)" (what `with
+        callee() as x` binds) and "@<decorator>" (a decorated function's value: what the
+        decorator returns)."""
         if depth > _MAX_DEPTH:
             return []
         if text.startswith("iter(") and text.endswith(")"):
             return self._elements(text[5:-1], ref, tags, depth)
+        if text.startswith("enter(") and text.endswith(")"):
+            return self._entered(text[6:-1], ref, tags, depth)
         if text.startswith("@"):
             return self._decorated(text[1:], ref, tags, depth)
         members = union_members(text)
@@ -462,6 +466,47 @@ class _Resolver:
                     for c, s in self._classes_of_type(element, probe, holder, depth + 1)
                 ]
         return out
+
+    def _entered(self, callee: str, ref: Reference, tags: FileTags, depth: int
+                 ) -> list[Candidate]:  # fmt: skip
+        """What `with callee(…) as x` binds x to: for a class, what its `__enter__` (or
+        `__aenter__`) returns, or the instance itself where no class of the project defines
+        either (a base from elsewhere: contextlib's return the instance); for a function,
+        what the context manager it returns gives, or what it yields when it is a
+        `@contextmanager` generator (`-> Iterator[Runner]`)."""
+        out: list[Candidate] = []
+        for found, score in self._expression(callee, ref, tags, depth):
+            if found.kind in CLASS_KINDS or self._acts_as_class(found):
+                out += [(c, s * score) for c, s in self._instance_entered(found, depth)]
+                continue
+            holder = self.table.files.get(found.path)
+            inner = entered_type(found.declared_type)
+            if holder is not None and inner:
+                probe = Reference(found.path, "", "type", found.start_line, 0, found.parent)
+                out += [
+                    (c, s * score)
+                    for c, s in self._classes_of_type(inner, probe, holder, depth + 1)
+                ]
+                continue
+            for made, s in self._classes_of(found, depth + 1):
+                out += [(c, t * s * score) for c, t in self._instance_entered(made, depth)]
+        return out
+
+    def _instance_entered(self, cls: Definition, depth: int) -> list[Candidate]:
+        """What entering an instance of `cls` gives (see `_entered`): an `__enter__` of no
+        declared type, or of its `self`'s (`def __enter__(self: T) -> T`), the instance."""
+        for method in ("__enter__", "__aenter__"):
+            found, _known = self._walk([(cls, 1.0)], [], method)
+            out: list[Candidate] = []
+            for entered, score in found:
+                declared = entered.declared_type
+                if not declared or _types_self(entered.signature, declared):
+                    out.append((cls, score))
+                else:
+                    out += [(c, s * score) for c, s in self._classes_of(entered, depth + 1)]
+            if found:
+                return out
+        return [(cls, 1.0)]
 
     def _decorated(
         self, decorator: str, ref: Reference, tags: FileTags, depth: int
@@ -568,6 +613,8 @@ class _Resolver:
         )
         bodies = [d for d in direct if not d.declaration]
         direct = bodies or direct  # C++: Circle::area's definition, not its declaration
+        if direct and rules(owner.language).members_at_home:
+            direct = [d for d in direct if d.path == owner.path]
         if direct:  # the class's own file, else its folder (Go), else anywhere (Rust impls)
             nearest = min(_distance(owner.path, d.path) for d in direct)
             return [
@@ -879,6 +926,12 @@ def _names_itself(d: Definition, name: str) -> bool:
     if d.kind != "function" or d.name != name:
         return False
     return re.search(rf"\bfunction\s*\*?\s*{re.escape(name)}\s*\(", d.signature) is not None
+
+
+def _types_self(signature: str, declared: str) -> bool:
+    """Whether a method's signature gives its first parameter the type it returns
+    (`def __enter__(self: T) -> T`: a type variable bound to the instance's class)."""
+    return re.search(rf"\(\s*\w+\s*:\s*{re.escape(declared)}\s*[,)]", signature) is not None
 
 
 def _within(enclosing: str, scope: str) -> bool:

@@ -119,6 +119,23 @@ def element_type(text: str) -> str:
     return arguments[0]
 
 
+# what a callee declared to return one of these gives `with callee() as x`: its first argument
+_ENTERED = re.compile(
+    r"^(?:[\w.]*\.)?(?:ContextManager|AbstractContextManager|AsyncContextManager|"
+    r"AbstractAsyncContextManager|Iterator|Generator|AsyncIterator|AsyncGenerator)\[(.*)\]$"
+)
+
+
+def entered_type(text: str) -> str:
+    """What `with f() as x` binds x to, f declared to return `text`: a context manager's
+    value (`ContextManager[Session]`), or what a `@contextmanager` generator yields
+    (`Iterator[Runner]`, `Generator[Runner, None, None]`: no iterator is entered, so such
+    a callee is a decorated generator); "" for anything else."""
+    match = _ENTERED.match(text.strip().strip("\"'"))
+    arguments = split_arguments(match.group(1)) if match is not None else []
+    return arguments[0] if arguments else ""
+
+
 def callable_result(text: str) -> str:
     """`t.Callable[[F], Group]` -> "Group"; "" for anything that is not a Callable."""
     text = text.strip().strip("\"'")
@@ -144,4 +161,7 @@ def split_arguments(text: str, mark: str = ",") -> list[str]:
     return [p for p in parts if p]
 
 
-__all__ = ["callable_result", "closing", "element_type", "main_type", "split_arguments"]
+__all__ = [
+    "callable_result", "closing", "element_type", "entered_type", "main_type", "split_arguments",
+    "union_members",
+]  # fmt: skip

@@ -392,6 +392,12 @@ def test_type_texts_with_nothing_inside_their_brackets_are_no_type() -> None:
         assert union_members(text) == []
         element_type(text), main_type(text)  # and nothing raised
     assert main_type("Item[]?") == "" and element_type('"tuple[Key, Node]"') == ""
+    from memserver.graph.typetext import entered_type
+
+    entered = {"t.Iterator[Runner]": "Runner", "Generator[Runner, None, None]": "Runner",
+               "contextlib.AbstractAsyncContextManager[Conn]": "Conn",
+               '"ContextManager[Conn]"': "Conn", "list[Conn]": "", "Conn": "", "": ""}  # fmt: skip
+    assert {text: entered_type(text) for text in entered} == entered
     assert union_members('"a" | "b"') == [] and union_members('Union["A", "B"]') == ["A", "B"]
 
 
@@ -475,6 +481,76 @@ def test_a_nested_function_sees_the_locals_around_it_and_global_binds_only_where
     handles = {r.line for r in use.references if r.name == "handle" and not r.qualifier}
     assert handles == {16}  # the module's in setter; task's own local in task
     assert {r.name for r in use.references if r.line in (5, 9)} == {"read", "report"}
+
+
+def test_a_with_statement_binds_what_entering_gives() -> None:
+    """`with X() as x`: what X's `__enter__` / `__aenter__` returns (`Self`: the class), the
+    instance where the project defines neither; `with f() as x`: what a `@contextmanager`
+    generator yields, or the value of the context manager f is declared to return."""
+    files = {
+        "c/kit.py": (
+            "from contextlib import contextmanager\n"
+            "from typing import Iterator, ContextManager, Self\n"
+            "class Scope:\n    def __enter__(self) -> Self:\n        return self\n"
+            "    def cancel(self):\n        pass\n"
+            "class Conn:\n    def send(self):\n        pass\n"
+            "class Pool:\n    async def __aenter__(self) -> Conn:\n        pass\n"
+            "    def send(self):\n        pass\n"
+            "class Plain(Base):\n    def close(self):\n        pass\n"
+            "T = TypeVar('T', bound='Client')\n"
+            "class Client:\n    def __enter__(self: T) -> T:\n        return self\n"
+            "    def get(self):\n        pass\n"
+            "@contextmanager\n"
+            "def runner() -> Iterator[Conn]:\n    yield Conn()\n"
+            "def session() -> ContextManager[Conn]:\n    pass\n"
+            "def made() -> Scope:\n    pass\n"
+        ),
+        "c/use.py": (
+            "from .kit import Scope, Pool, Plain, Client, runner, session, made\n"
+            "async def go():\n"
+            "    with Scope() as s:\n"
+            "        s.cancel()\n"  # 4
+            "    async with Pool() as p:\n"
+            "        p.send()\n"  # 6
+            "    with Plain() as q:\n"
+            "        q.close()\n"  # 8
+            "    with runner() as r, session() as t:\n"
+            "        r.send()\n"  # 10
+            "        t.send()\n"
+            "    with made() as m:\n"
+            "        m.cancel()\n"  # 13
+            "    with Client() as c:\n"
+            "        c.get()\n"  # 15
+        ),
+    }
+    use, table = _project(files, "c/use.py")
+    assert _confident(use, table, 4, "cancel") == ["Scope.cancel"]
+    assert _confident(use, table, 6, "send") == ["Conn.send"]  # not Pool's own
+    assert _confident(use, table, 8, "close") == ["Plain.close"]
+    assert _confident(use, table, 10, "send") == ["Conn.send"]
+    assert _confident(use, table, 11, "send") == ["Conn.send"]
+    assert _confident(use, table, 13, "cancel") == ["Scope.cancel"]
+    assert _confident(use, table, 15, "get") == ["Client.get"]
+
+
+def test_a_python_class_has_no_member_another_files_class_of_its_name_defines() -> None:
+    """abc's `Process` inherits `aclose` from its base; the backends' own `Process`
+    classes (the same qualified name, other files) define one each, which is not its."""
+    files = {
+        "a/abc/base.py": "class Resource:\n    async def aclose(self):\n        pass\n",
+        "a/abc/proc.py": "from .base import Resource\nclass Process(Resource):\n    pass\n",
+        "a/backend.py": "class Process:\n    async def aclose(self):\n        pass\n",
+        "a/use.py": (
+            "from .abc.proc import Process\n"
+            "async def stop(process: Process):\n"
+            "    await process.aclose()\n"
+        ),
+    }
+    use, table = _project(files, "a/use.py")
+    (ref,) = [r for r in use.references if r.name == "aclose"]
+    assert [(d.path, d.qualified) for d, s in resolve(ref, use, table) if s >= MIN_CONFIDENCE] == [
+        ("a/abc/base.py", "Resource.aclose")
+    ]
 
 
 def test_imports_outrank_a_same_named_definition_elsewhere() -> None:

@@ -38,9 +38,9 @@ CAPTURES = {
     "qualifier", "qualifier.before", "receiver.type", "import", "import.module", "import.name",
     "import.alias", "import.star", "package", "ignore", "ignore.inside", "local.definition",
     "local.type", "local.iterable", "local.implicit", "local.scope", "local.global",
-    "local.nonlocal", "local.constructor", "annotated", "decorator", "returned", "import.default",
-    "export.default", "export.named", "export.name", "export.as", "export.statement",
-    "export.value", "export.member", "export.left",
+    "local.nonlocal", "local.entered", "local.constructor", "annotated", "decorator", "returned",
+    "import.default", "export.default", "export.named", "export.name", "export.as",
+    "export.statement", "export.value", "export.member", "export.left",
 }  # fmt: skip
 KIND_PREFIXES = ("definition.", "reference.", "member.")
 

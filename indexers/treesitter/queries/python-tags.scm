@@ -47,6 +47,8 @@
 ;   @local.definition    a name bound locally (parameter, assignment target) inside a
 ;                        function: bare references to it there are not references to a
 ;                        definition; @local.type is its declared or constructed type.
+;   @local.entered       (with @local.definition) the callee of `with callee() as x`: x
+;                        is what entering its value gives.
 ;   @local.global        a name a function declares global (`global x`): there it is the
 ;                        module's, whatever it binds; @local.nonlocal one it declares
 ;                        nonlocal: an enclosing function's. Either only in that function.
@@ -249,7 +251,7 @@
 (for_in_clause left: (identifier) @local.definition right: (_) @local.iterable)
 (with_item
   value: (as_pattern
-    (call function: [(identifier) (attribute)] @local.type)
+    (call function: [(identifier) (attribute)] @local.entered)
     alias: (as_pattern_target (identifier) @local.definition)))
 (except_clause
   (as_pattern
