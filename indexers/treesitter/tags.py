@@ -75,7 +75,9 @@ _DECLARATORS = frozenset({"c", "cpp"})
 _NAMED_VALUES = frozenset({"function_expression", "generator_function", "class"})
 _SPACE = re.compile(r"\s")
 _HEAD_END = re.compile(r"[.(\[]")  # what ends the name a type text starts from
-_WRAPPERS = ("iter(", "enter(")  # a type text of what an expression's value gives
+# type texts of what an expression's value gives: (start, end) around the expression,
+# longest starts first
+_WRAPPERS = (("list[iter(", ")]"), ("aenter(", ")"), ("enter(", ")"), ("iter(", ")"))
 # Python's builtins that make a collection of another's elements (`_copied`)
 _COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
 _INDEXED = re.compile(r"^([A-Za-z_]\w*)\[[^\[\]:]+\]$")  # `tokens[i]`, no slice nor nesting
@@ -178,7 +180,9 @@ class _Extractor:
         self.returned: list[Node] = []  # what return statements return
         # `global x` / `nonlocal x` statements: in their function, x is no local of its own
         self.outer_names: list[tuple[Node, str]] = []  # (name node, "global" | "nonlocal")
-        self.entered: set[int] = set()  # ids of the callees of `with callee() as x`
+        # ids of the callees of `with callee() as x` -> the wrapper of its type ("enter(" or,
+        # under `async with`, "aenter(")
+        self.entered: dict[int, str] = {}
         self.declared_outer: dict[str, dict[str, str]] = {}  # function -> name -> how
         self.ignored: set[tuple[int, int]] = set()
         self.qualifier_before: dict[tuple[int, int], Node] = {}  # name -> expression
@@ -257,7 +261,7 @@ class _Extractor:
             entered = captures.get("local.entered")
             if entered:  # `with make() as x`: what make() gives entered
                 local_type = entered[0]
-                self.entered.add(entered[0].id)
+                self.entered[entered[0].id] = "aenter(" if _under_async(entered[0]) else "enter("
             iterable = (captures.get("local.iterable") or [None])[0]
             self.locals.extend((node, local_type, iterable) for node in defined)
         closure = captures.get("local.implicit")
@@ -756,9 +760,8 @@ class _Extractor:
 
     def _local_text(self, type_node: Node | None) -> str:
         typed = self._type_text(type_node)
-        if typed and type_node is not None and type_node.id in self.entered:
-            return f"enter({typed})"
-        return typed
+        wrapper = self.entered.get(type_node.id) if typed and type_node is not None else None
+        return f"{wrapper}{typed})" if wrapper else typed
 
     def _head_type(
         self,
@@ -812,10 +815,19 @@ class _Extractor:
         closure = False  # past a function: the bindings around it hold at any line
         outer = self.declared_outer
         for definition in chain:
-            if outer and outer.get(definition.qualified, {}).get(name) == "nonlocal":
+            how = outer.get(definition.qualified, {}).get(name) if outer else None
+            bindings: list[tuple[int, str]] = scopes.get(definition.qualified, {}).get(name) or []
+            if how is not None:  # its own bindings before the line, else the outer name's
+                own = [(at, t) for at, t in bindings if t and at < line]
+                if own:
+                    at, typed = own[-1]
+                    if _head(typed) != name:
+                        return typed
+                    return self._substitute(typed, at, chain, scopes, depth - 1) if depth else ""
+                if how == "global":  # the module's: no function's binding types it
+                    return ""
                 closure = True
                 continue
-            bindings = scopes.get(definition.qualified, {}).get(name)
             if not bindings:
                 closure = closure or definition.kind in _FUNCTIONS
                 continue
@@ -840,10 +852,10 @@ class _Extractor:
         """A type expression whose head is a typed local, rewritten around the local's type:
         `formatter = ctx.make_formatter()` with `ctx: Context` gives "(Context).make_formatter";
         a bare local gives its own type."""
-        for wrapper in _WRAPPERS:  # `iter(items)`, `enter(self.make)`: around what they hold
-            if text.startswith(wrapper) and text.endswith(")"):
-                inner = text[len(wrapper) : -1]
-                return f"{wrapper}{self._substitute(inner, line, chain, scopes, depth)})"
+        for wrapper, end in _WRAPPERS:  # `iter(items)`, `enter(self.make)`: around what
+            if text.startswith(wrapper) and text.endswith(end):  # they hold
+                inner = text[len(wrapper) : -len(end)]
+                return f"{wrapper}{self._substitute(inner, line, chain, scopes, depth)}{end}"
         head = text.split(".", 1)[0].split("(", 1)[0]
         if depth <= 0 or not head.lstrip("$").isidentifier():
             return text
@@ -893,11 +905,12 @@ class _Extractor:
         arguments = call.child_by_field_name("arguments")
         if function is None or arguments is None or self._text(function) not in _COPIES:
             return None
-        given = arguments.named_children
-        if len(given) != 1 or given[0].type in ("keyword_argument", "list_splat",
-                                                 "dictionary_splat", "comment"):  # fmt: skip
+        given = [a for a in arguments.named_children if a.type not in ("keyword_argument",
+                                                                        "comment")]  # fmt: skip
+        if len(given) != 1 or given[0].type in ("list_splat", "dictionary_splat",
+                                                 "generator_expression"):  # fmt: skip
             return None
-        return given[0]
+        return given[0]  # (`sorted(x, key=…)` too)
 
     # --- imports ---------------------------------------------------------------------------
 
@@ -1151,11 +1164,18 @@ _IMPORT_WORDS = ("import static ", "import ", "using static ", "using ", "use ",
 
 def _head(typed: str) -> str:
     """The name a type text starts from: "url" of "url.copy_with", "iter(items)" -> items."""
-    for wrapper in _WRAPPERS:
+    for wrapper, _end in _WRAPPERS:
         if typed.startswith(wrapper):
             typed = typed[len(wrapper) :]
             break
     return _HEAD_END.split(typed, maxsplit=1)[0]
+
+
+def _under_async(node: Node) -> bool:
+    """Whether the `with` item holding `node` is an `async with`'s."""
+    while node is not None and node.type != "with_statement":
+        node = node.parent
+    return node is not None and node.child_count > 0 and node.children[0].type == "async"
 
 
 def _borrowed(type_node: Node | None, iterable: Node | None) -> bool:

@@ -76,7 +76,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # function's binding, wherever in it.
 # 15: `with make() as x` types x as what entering make()'s value gives ("enter(make)");
 # `list(x)`, `sorted(x)`… are collections of x's elements.
-GRAPH_VERSION = 15
+# 16: `async with` enters by __aenter__ ("aenter(make)"); `sorted(x, key=…)` is a copy too;
+# a `nonlocal` / `global` name is typed by its own function's bindings before the outer's.
+GRAPH_VERSION = 16
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,
 # C and PHP `p->q`, PHP `A\\B`)

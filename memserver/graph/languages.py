@@ -63,8 +63,7 @@ class Rules:
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 RULES: dict[str, Rules] = {
-    # `Self` (typing's) is only ever a return type: the class the method is written in
-    "python": Rules(frozenset({"self", "cls", "Self"}), frozenset({"super()", "super"}),
+    "python": Rules(frozenset({"self", "cls"}), frozenset({"super()", "super"}),
                     extensions=(".py", ".pyi"), index_files=("__init__",), members_at_home=True),
     "ecmascript": Rules(frozenset({"this"}), frozenset({"super"}), separator="/",
                         extensions=_JS_EXTENSIONS, index_files=("index",),

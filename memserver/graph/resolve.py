@@ -68,6 +68,12 @@ AMBIGUOUS_RECEIVER = 0.08  # …when several methods have that name: all kept, n
 HOMONYM = 0.05  # a bare name nothing in scope explains: definitions elsewhere with that name
 _GLOBAL_BEST = max(UNKNOWN_RECEIVER, AMBIGUOUS_RECEIVER, HOMONYM * 4)  # their best score
 MIN_CONFIDENCE = 0.5  # below this a candidate is a guess (kept, ranked), not a resolution
+# `with X() as x`, X of a base from elsewhere and no __enter__ of the project's: x is
+# likely an X (contextlib's bases return the instance), but may be anything
+_GUESSED_ENTRY = 0.4
+# what `with`'s type texts call, and `async with`'s (the longer start first)
+_ENTERING = (("aenter(", "__aenter__"), ("enter(", "__enter__"))
+_WRAPPED = ("iter(", "enter(", "aenter(", "list[iter(")  # texts of what a value gives
 _INHERITED = 0.03  # taken off per base-class level
 # A union's alternatives (`A | B`) rank in the order written, each this much below the one
 # before: more than a few levels of inheritance, so that `B.f` does not pass `A`'s
@@ -397,14 +403,15 @@ class _Resolver:
         """The classes a type expression means where `ref` sits. Beside types it takes
         "(T).a.b" (attribute b of attribute a of a T), "iter(<expression>)" (an element of
         what the expression gives: a loop variable), "enter(<callee>)" (what `with
-        callee() as x` binds) and "@<decorator>" (a decorated function's value: what the
-        decorator returns)."""
+        callee() as x` binds; "aenter(…)": `async with`) and "@<decorator>" (a decorated
+        function's value: what the decorator returns)."""
         if depth > _MAX_DEPTH:
             return []
         if text.startswith("iter(") and text.endswith(")"):
             return self._elements(text[5:-1], ref, tags, depth)
-        if text.startswith("enter(") and text.endswith(")"):
-            return self._entered(text[6:-1], ref, tags, depth)
+        for wrapper, methods in _ENTERING:
+            if text.startswith(wrapper) and text.endswith(")"):
+                return self._entered(text[len(wrapper) : -1], methods, ref, tags, depth)
         if text.startswith("@"):
             return self._decorated(text[1:], ref, tags, depth)
         members = union_members(text)
@@ -431,6 +438,8 @@ class _Resolver:
     def _expression(self, text: str, ref: Reference, tags: FileTags, depth: int) -> list[Candidate]:
         """Definitions an expression names: a type (`t.Optional[Client]`), a callee
         (`ctx.make_formatter`), or a member chain of a typed head (`(Context).command`)."""
+        if text.startswith(_WRAPPED):  # what a value gives, no expression's own name
+            return []
         if not text.startswith("("):
             call = text.find("(")
             end = call + closing(text[call:]) + 1 if call > 0 else 0
@@ -467,17 +476,17 @@ class _Resolver:
                 ]
         return out
 
-    def _entered(self, callee: str, ref: Reference, tags: FileTags, depth: int
+    def _entered(self, callee: str, method: str, ref: Reference, tags: FileTags, depth: int
                  ) -> list[Candidate]:  # fmt: skip
-        """What `with callee(…) as x` binds x to: for a class, what its `__enter__` (or
-        `__aenter__`) returns, or the instance itself where no class of the project defines
-        either (a base from elsewhere: contextlib's return the instance); for a function,
-        what the context manager it returns gives, or what it yields when it is a
-        `@contextmanager` generator (`-> Iterator[Runner]`)."""
+        """What `with callee(…) as x` binds x to: for a class, what its `method`
+        (`__enter__`, or `async with`'s `__aenter__`) returns, or the instance itself where
+        no class of the project defines it (a base from elsewhere: contextlib's return the
+        instance); for a function, what the context manager it returns gives, or what it
+        yields when it is a `@contextmanager` generator (`-> Iterator[Runner]`)."""
         out: list[Candidate] = []
         for found, score in self._expression(callee, ref, tags, depth):
             if found.kind in CLASS_KINDS or self._acts_as_class(found):
-                out += [(c, s * score) for c, s in self._instance_entered(found, depth)]
+                out += [(c, s * score) for c, s in self._instance_entered(found, method, depth)]
                 continue
             holder = self.table.files.get(found.path)
             inner = entered_type(found.declared_type)
@@ -489,24 +498,30 @@ class _Resolver:
                 ]
                 continue
             for made, s in self._classes_of(found, depth + 1):
-                out += [(c, t * s * score) for c, t in self._instance_entered(made, depth)]
+                entered = self._instance_entered(made, method, depth)
+                out += [(c, t * s * score) for c, t in entered]
         return out
 
-    def _instance_entered(self, cls: Definition, depth: int) -> list[Candidate]:
-        """What entering an instance of `cls` gives (see `_entered`): an `__enter__` of no
-        declared type, or of its `self`'s (`def __enter__(self: T) -> T`), the instance."""
-        for method in ("__enter__", "__aenter__"):
-            found, _known = self._walk([(cls, 1.0)], [], method)
-            out: list[Candidate] = []
-            for entered, score in found:
-                declared = entered.declared_type
-                if not declared or _types_self(entered.signature, declared):
-                    out.append((cls, score))
-                else:
-                    out += [(c, s * score) for c, s in self._classes_of(entered, depth + 1)]
-            if found:
-                return out
-        return [(cls, 1.0)]
+    def _instance_entered(self, cls: Definition, method: str, depth: int) -> list[Candidate]:
+        """What entering an instance of `cls` gives (see `_entered`): its `method`'s declared
+        type; the instance for one of none, of `Self` or of its `self`'s (`def
+        __enter__(self: T) -> T`), and (a guess, below confidence, where a base is from
+        elsewhere and may define it otherwise) for a class of the project defining none."""
+        found, _known = self._walk([(cls, 1.0)], [], method)
+        if not found:
+            return [(cls, 1.0 if self._bases_known(cls) else _GUESSED_ENTRY)]
+        out: list[Candidate] = []
+        for entered, score in found:
+            declared = entered.declared_type
+            if (
+                not declared
+                or _last(declared) == "Self"
+                or _types_self(entered.signature, declared)
+            ):
+                out.append((cls, score))  # (of a subclass's instance: that class)
+            else:
+                out += [(c, s * score) for c, s in self._classes_of(entered, depth + 1)]
+        return out
 
     def _decorated(
         self, decorator: str, ref: Reference, tags: FileTags, depth: int

@@ -484,9 +484,10 @@ def test_a_nested_function_sees_the_locals_around_it_and_global_binds_only_where
 
 
 def test_a_with_statement_binds_what_entering_gives() -> None:
-    """`with X() as x`: what X's `__enter__` / `__aenter__` returns (`Self`: the class), the
-    instance where the project defines neither; `with f() as x`: what a `@contextmanager`
-    generator yields, or the value of the context manager f is declared to return."""
+    """`with X() as x`: what X's `__enter__` returns (`async with`: `__aenter__`; `Self`
+    or none: the instance, a subclass's its own), the instance where the project defines
+    neither (a guess only when a base is from elsewhere); `with f() as x`: what a
+    `@contextmanager` generator yields, or the value of the context manager f returns."""
     files = {
         "c/kit.py": (
             "from contextlib import contextmanager\n"
@@ -494,26 +495,28 @@ def test_a_with_statement_binds_what_entering_gives() -> None:
             "class Scope:\n    def __enter__(self) -> Self:\n        return self\n"
             "    def cancel(self):\n        pass\n"
             "class Conn:\n    def send(self):\n        pass\n"
-            "class Pool:\n    async def __aenter__(self) -> Conn:\n        pass\n"
+            "class Pool(Scope):\n    async def __aenter__(self) -> Conn:\n        pass\n"
             "    def send(self):\n        pass\n"
-            "class Plain(Base):\n    def close(self):\n        pass\n"
+            "class Plain(Base):\n    def shut(self):\n        pass\n"
+            "class Bare:\n    def close(self):\n        pass\n"
             "T = TypeVar('T', bound='Client')\n"
             "class Client:\n    def __enter__(self: T) -> T:\n        return self\n"
             "    def get(self):\n        pass\n"
+            "class Child(Scope):\n    def cancel(self):\n        pass\n"
             "@contextmanager\n"
             "def runner() -> Iterator[Conn]:\n    yield Conn()\n"
             "def session() -> ContextManager[Conn]:\n    pass\n"
             "def made() -> Scope:\n    pass\n"
         ),
         "c/use.py": (
-            "from .kit import Scope, Pool, Plain, Client, runner, session, made\n"
+            "from .kit import Scope, Pool, Plain, Bare, Client, Child, runner, session, made\n"
             "async def go():\n"
             "    with Scope() as s:\n"
             "        s.cancel()\n"  # 4
             "    async with Pool() as p:\n"
             "        p.send()\n"  # 6
-            "    with Plain() as q:\n"
-            "        q.close()\n"  # 8
+            "    with Plain() as q, Bare() as b:\n"
+            "        q.shut(), b.close()\n"  # 8
             "    with runner() as r, session() as t:\n"
             "        r.send()\n"  # 10
             "        t.send()\n"
@@ -521,16 +524,62 @@ def test_a_with_statement_binds_what_entering_gives() -> None:
             "        m.cancel()\n"  # 13
             "    with Client() as c:\n"
             "        c.get()\n"  # 15
+            "    with Pool() as w, Child() as h:\n"
+            "        w.send(), h.cancel()\n"  # 17
+            "    with runner() as rows:\n"
+            "        for e in rows:\n"
+            "            e.send()\n"  # 20
         ),
     }
     use, table = _project(files, "c/use.py")
     assert _confident(use, table, 4, "cancel") == ["Scope.cancel"]
     assert _confident(use, table, 6, "send") == ["Conn.send"]  # not Pool's own
-    assert _confident(use, table, 8, "close") == ["Plain.close"]
+    assert _confident(use, table, 8, "shut") == []  # Base may enter otherwise
+    assert _confident(use, table, 8, "close") == ["Bare.close"]
     assert _confident(use, table, 10, "send") == ["Conn.send"]
     assert _confident(use, table, 11, "send") == ["Conn.send"]
     assert _confident(use, table, 13, "cancel") == ["Scope.cancel"]
     assert _confident(use, table, 15, "get") == ["Client.get"]
+    assert _confident(use, table, 17, "send") == ["Pool.send"]  # Scope's __enter__: Self
+    assert _confident(use, table, 17, "cancel") == ["Child.cancel"]
+    assert _confident(use, table, 20, "send") == []  # the elements of a Conn: unknown
+
+
+def test_a_copy_of_a_collection_holds_its_elements_and_a_nonlocal_its_own_rebinding() -> None:
+    files = {
+        "w/kit.py": (
+            "class Widget:\n    def draw(self):\n        pass\n"
+            "class Field:\n    def draw(self):\n        pass\n"
+            "class Root:\n    def child(self) -> 'Node':\n        pass\n"
+            "    def visit(self):\n        pass\n"
+            "class Node:\n    def visit(self):\n        pass\n"
+            "fields: list[Field] = []\n"
+        ),
+        "w/use.py": (
+            "from .kit import Widget, Root, fields\n"
+            "def render(fields: list[Widget]):\n"
+            "    copy = list(fields)\n"
+            "    for w in copy:\n"
+            "        w.draw()\n"  # 5
+            "    for v in sorted(fields, key=str):\n"
+            "        v.draw()\n"  # 7
+            "    for u in tuple(fields):\n"
+            "        u.draw()\n"  # 9
+            "def parse():\n"
+            "    node = Root()\n"
+            "    def descend():\n"
+            "        nonlocal node\n"
+            "        node.visit()\n"  # 14
+            "        node = node.child()\n"
+            "        node.visit()\n"  # 16
+        ),
+    }
+    use, table = _project(files, "w/use.py")
+    assert _confident(use, table, 5, "draw") == ["Widget.draw"]  # the local's, not the module's
+    assert _confident(use, table, 7, "draw") == ["Widget.draw"]
+    assert _confident(use, table, 9, "draw") == ["Widget.draw"]
+    assert _confident(use, table, 14, "visit") == ["Root.visit"]
+    assert _confident(use, table, 16, "visit") == ["Node.visit"]
 
 
 def test_a_python_class_has_no_member_another_files_class_of_its_name_defines() -> None:
