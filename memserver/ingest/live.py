@@ -148,8 +148,9 @@ class LiveIndex:
 
     def housekeep(self) -> None:
         """Delete closed code graph versions past their share, compact the tables and drop
-        old versions, and write a keyword index again when half of it is deleted documents
-        (call when `housekeeping_due`)."""
+        old versions (the graph's lookup indexes built once it needs them), and write a
+        keyword index again when half of it is deleted documents (call when
+        `housekeeping_due`)."""
         with self._lock:
             store = self.store
             with store.lock(self.engine.lock_timeout):

@@ -91,7 +91,7 @@ NAMED_IN_MEMORY_ROWS = 20_000
 # 4.5 / 7.3 ms looked up; a version among 100k / 300k reference rows: 8.2 / 14.8 ms against
 # 4.4 / 3.0), and `named` answers from memory anyway, while building them is a cost of the
 # first index run: 21-33 ms of rxjs's, click's or mongoose's (8.0k-35.5k reference rows),
-# a tenth of their keyword phase.
+# 3 to 6 % of their keyword phase.
 LOOKUP_MIN_ROWS = (NAMED_IN_MEMORY_ROWS, 100_000)
 
 

@@ -430,9 +430,12 @@ class IndexStore:
 
     def housekeep(self, older_than: timedelta) -> None:
         """Compact every table and drop versions older than `older_than`, so a long-watched
-        index does not pile up versions (a reader still on one that old would lose it)."""
+        index does not pile up versions (a reader still on one that old would lose it); give
+        the code graph its lookup B-trees once it needs them (one grown large under the
+        watcher, whose batches run no index run's maintenance)."""
         with lance_errors("compact the tables and drop old versions"):
             ldb.housekeep(list(self._tables.values()), older_than)
+        self.graph.ensure_indexes()
 
     def vacuum(self) -> None:
         """Compact every table and delete all older versions (a CI build, before export):
@@ -463,11 +466,11 @@ class IndexStore:
         self.prune_graph()
         if keep_versions is None:
             self.compact()
+            self.graph.ensure_indexes()
         else:
-            self.housekeep(keep_versions)
+            self.housekeep(keep_versions)  # (which gives the graph its lookup indexes)
         rewritten = {n for n, i in self.vector_index_ids().items() if trained.get(n) != i}
         self.ensure_vector_index(self.ann_min_rows, retrain=rewritten)
-        self.graph.ensure_indexes()
         return self.rewrite_keyword()
 
     def prune_graph(self) -> int:

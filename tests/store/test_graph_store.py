@@ -334,7 +334,7 @@ def small_tables_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graph, "LOOKUP_MIN_ROWS", (1, 1))
 
 
-def test_a_small_graph_is_read_by_scans_and_gets_its_b_trees_once_large(
+def test_a_small_graph_gets_its_b_trees_once_large_and_reads_the_same_with_them(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memserver.store import graph
@@ -343,6 +343,13 @@ def test_a_small_graph_is_read_by_scans_and_gets_its_b_trees_once_large(
     engine.index()
     store = engine.open_store()
     assert not _indexed(store.graph.symbols) and not _indexed(store.graph.refs)
+    monkeypatch.setattr(graph, "NAMED_IN_MEMORY_ROWS", 0)  # `named` by filtered scans
+
+    def read() -> tuple[object, object]:
+        store.graph._held = None
+        return store.graph.load(), store.graph.named(["backoff", "Client", "send"])
+
+    scanned = read()
     symbols, refs = store.graph.symbols.count_rows(), store.graph.refs.count_rows()
     # the thresholds between this graph's rows: only the table past its own gets them
     monkeypatch.setattr(graph, "LOOKUP_MIN_ROWS", (symbols + 1, refs))
@@ -355,6 +362,26 @@ def test_a_small_graph_is_read_by_scans_and_gets_its_b_trees_once_large(
     util.write_text(util.read_text())
     engine.index()
     assert {"name", "version"} <= _indexed(store.graph.symbols)
+    assert read() == scanned and scanned[1]
+
+
+def test_a_graph_grown_large_under_the_watcher_gets_its_b_trees_from_its_housekeeping(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher's batches run no index run's maintenance; its periodic housekeeping
+    builds the trees once the tables need them."""
+    from datetime import timedelta
+
+    from memserver.store import graph
+
+    engine = _engine(repo)
+    engine.index()
+    store = engine.open_store()
+    assert not _indexed(store.graph.symbols)
+    monkeypatch.setattr(graph, "LOOKUP_MIN_ROWS", (1, 1))
+    store.housekeep(timedelta(days=1))
+    assert {"name", "version"} <= _indexed(store.graph.symbols)
+    assert _indexed(store.graph.refs) == {"version"}
 
 
 @pytest.mark.usefixtures("small_tables_indexed")

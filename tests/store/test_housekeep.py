@@ -3,7 +3,6 @@ with its old versions gone, and one that fails does not leave the others half do
 
 from __future__ import annotations
 
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -45,11 +44,24 @@ def test_tables_housekept_at_once_are_each_compacted_and_rid_of_old_versions(
         )
 
 
-def test_a_table_that_fails_its_compaction_fails_the_call_once_the_others_are_done(
-    tmp_path: Path,
+class _Broken(Exception):
+    pass
+
+
+def test_tables_that_fail_their_compaction_fail_the_call_once_the_others_are_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tables = _tables(tmp_path, 3, 2)
-    shutil.rmtree(tmp_path / "t1.lance")  # its files gone from under the open table
-    with pytest.raises(Exception):  # noqa: B017 - LanceDB's own error, whichever it is
+    """The first failure is raised, naming its table and the other failing one; every
+    table that could be compacted was."""
+    tables = _tables(tmp_path, 4, 2)
+
+    def broken(**_: object) -> None:
+        raise _Broken("disk gone")
+
+    for t in (1, 3):
+        monkeypatch.setattr(tables[t], "optimize", broken)
+    with pytest.raises(_Broken) as failed:
         ldb.compact(tables)
+    notes = failed.value.__notes__
+    assert notes[0] == "(table 't1')" and notes[1].startswith("(and table 't3': _Broken(")
     assert _fragments(tables[0]) == 1 and _fragments(tables[2]) == 1
