@@ -809,9 +809,10 @@ class _Extractor:
         only copies a value types it only where no other does, `_borrowed`). A binding made
         from the name itself (`url = url.copy_with(…)`) is not yet made on its own line (its
         right side is read first), and after it is the earlier binding's type carried on.
-        A name a nested function uses but does not bind (or declares `nonlocal`) is an
-        enclosing function's, bound whenever the nested one runs: its latest typed binding
-        anywhere there."""
+        A name a nested function uses but does not bind is an enclosing function's, bound
+        whenever the nested one runs: its latest typed binding anywhere there. One it
+        declares `nonlocal` is so until it binds it itself; one it declares `global` is typed
+        by its own bindings only."""
         closure = False  # past a function: the bindings around it hold at any line
         outer = self.declared_outer
         for definition in chain:
