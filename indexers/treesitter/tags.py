@@ -77,10 +77,18 @@ _SPACE = re.compile(r"\s")
 _HEAD_END = re.compile(r"[.(\[]")  # what ends the name a type text starts from
 # type texts of what an expression's value gives: (start, end) around the expression,
 # longest starts first
-_WRAPPERS = (("list[iter(", ")]"), ("aenter(", ")"), ("enter(", ")"), ("iter(", ")"))
+_WRAPPERS = (
+    ("list[iter(", ")]"),
+    ("aenter(", ")"),
+    ("enter(", ")"),
+    ("iter(", ")"),
+    ("item(", ")"),
+)
 # Python's builtins that make a collection of another's elements (`_copied`)
 _COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed"})
 _INDEXED = re.compile(r"^([A-Za-z_]\w*)\[[^\[\]:]+\]$")  # `tokens[i]`, no slice nor nesting
+# `tasks[key].scope.owner` (a member of an item): what is indexed, and the members after it
+_ITEM_MEMBER = re.compile(r"^([A-Za-z_][\w.]*)\[[^\[\]():]+\]((?:\.[A-Za-z_]\w*)+)$")
 # what ends the text before a member's name (`->*` and `.*`: C++'s pointers to members)
 _MEMBER_END = re.compile(r"(?:->\*?|\.\*|[\s.:?\\])+\Z")
 # a string literal: its prefix (r, b, f, rb…), its quotes and what they hold
@@ -712,7 +720,7 @@ class _Extractor:
         ):
             return typed
         if _INDEXED.match(qualifier):
-            return f"iter({typed})"
+            return f"item({typed})"
         return f"({typed}){rest}" if rest.startswith(".") else ""
 
     def _class_scopes(self, spans: _Spans) -> None:
@@ -737,7 +745,7 @@ class _Extractor:
             if region:  # a lambda's parameter, a comprehension's variable
                 typed = self._local_text(type_node)
                 if iterable is not None:
-                    typed = f"iter({self._iterated(iterable)})"
+                    typed = self._iterated(iterable)
                 bound = self.inner.setdefault(region[0], {})
                 bound[self._text(node)] = typed or bound.get(self._text(node), "")
                 continue
@@ -746,7 +754,7 @@ class _Extractor:
                     bindings = scopes.setdefault(definition.qualified, {})
                     typed = self._local_text(type_node)
                     if iterable is not None:
-                        typed = f"iter({self._iterated(iterable)})"
+                        typed = self._iterated(iterable)
                     at = node.start_point[0] + 1
                     bindings.setdefault(self._text(node), []).append((at, typed))
                     if typed and _borrowed(type_node, iterable):
@@ -755,8 +763,11 @@ class _Extractor:
         return scopes
 
     def _iterated(self, iterable: Node) -> str:
-        """The text of what a loop takes its elements from: `sorted(items)`'s are items'."""
-        return self._type_text(self._copied(iterable) or iterable)
+        """What a local takes from `iterable`: an element of it for a loop's variable
+        (`sorted(items)`'s are items'), an item for an index's value (`tasks[key]`)."""
+        if iterable.parent is not None and iterable.parent.type == "subscript":
+            return f"item({self._type_text(iterable)})"
+        return f"iter({self._type_text(self._copied(iterable) or iterable)})"
 
     def _local_text(self, type_node: Node | None) -> str:
         typed = self._type_text(type_node)
@@ -777,9 +788,9 @@ class _Extractor:
         qualifier = dotted(qualifier)  # `$s->first()`, `p->items[0]` as `s.first()` is
         head = qualifier.split(".", 1)[0]
         indexed = _INDEXED.match(qualifier) if "[" in qualifier else None
-        if indexed is not None:  # `tokens[i].block()`: an element of a typed local
+        if indexed is not None:  # `tokens[i].block()`: an item of a typed local
             typed = self._local_type(indexed.group(1), line, chain, scopes)
-            return f"iter({self._substitute(typed, line, chain, scopes)})" if typed else ""
+            return f"item({self._substitute(typed, line, chain, scopes)})" if typed else ""
         if not head.lstrip("$").isidentifier():
             return ""
         typed = self._local_type(head, line, chain, scopes)
@@ -857,6 +868,11 @@ class _Extractor:
             if text.startswith(wrapper) and text.endswith(end):  # they hold
                 inner = text[len(wrapper) : -len(end)]
                 return f"{wrapper}{self._substitute(inner, line, chain, scopes, depth)}{end}"
+        if text.startswith("(item("):  # `(item(tasks)).scope`: tasks' own type inside
+            close = text.find("))") + 1  # (the name inside holds no parenthesis)
+            if close > 0:
+                inner = self._substitute(text[1:close], line, chain, scopes, depth)
+                return f"({inner}){text[close + 1 :]}"
         head = text.split(".", 1)[0].split("(", 1)[0]
         if depth <= 0 or not head.lstrip("$").isidentifier():
             return text
@@ -895,7 +911,11 @@ class _Extractor:
         copied = self._copied(node.parent) if node.parent is not None else None
         if copied is not None and node.parent.child_by_field_name("function") == node:
             return f"list[iter({self._type_text(copied)})]"  # `list(self._fields())`
-        return " ".join(self._text(node).split())[:_MAX_QUALIFIER]
+        text = " ".join(self._text(node).split())[:_MAX_QUALIFIER]
+        item = _ITEM_MEMBER.match(text) if self.language == "python" and "[" in text else None
+        if item is not None and not item.group(1).rpartition(".")[2][:1].isupper():
+            return f"(item({item.group(1)})){item.group(2)}"  # `tasks[key].scope` (not `A[T].x`)
+        return text
 
     def _copied(self, call: Node) -> Node | None:
         """What a copy of a collection copies: the argument of Python's `list(x)`,
@@ -1165,7 +1185,7 @@ _IMPORT_WORDS = ("import static ", "import ", "using static ", "using ", "use ",
 
 def _head(typed: str) -> str:
     """The name a type text starts from: "url" of "url.copy_with", "iter(items)" -> items."""
-    for wrapper, _end in _WRAPPERS:
+    for wrapper, _end in (("(item(", "))"), *_WRAPPERS):
         if typed.startswith(wrapper):
             typed = typed[len(wrapper) :]
             break

@@ -78,7 +78,9 @@ CLASS_KINDS = frozenset({"class", "interface", "struct", "enum", "trait"})
 # `list(x)`, `sorted(x)`… are collections of x's elements.
 # 16: `async with` enters by __aenter__ ("aenter(make)"); `sorted(x, key=…)` is a copy too;
 # a `nonlocal` / `global` name is typed by its own function's bindings before the outer's.
-GRAPH_VERSION = 16
+# 17: indexing is "item(x)" (a Python mapping's value, a sequence's element), and `x =
+# d[k].attr` is typed; an annotation types a module variable or field a constructor makes.
+GRAPH_VERSION = 17
 REFERENCE_KINDS = frozenset({"call", "import", "inherit", "type", "other"})
 # how languages join a receiver and its member, beside "." (C++ and Rust `a::b`, `x?.y`,
 # C and PHP `p->q`, PHP `A\\B`)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import posixpath
 import re
 import weakref
+from collections.abc import Callable
 from typing import cast
 
 from memserver.core.graph import (
@@ -48,6 +49,7 @@ from memserver.graph.typetext import (
     closing,
     element_type,
     entered_type,
+    item_type,
     main_type,
     union_members,
 )
@@ -73,7 +75,15 @@ MIN_CONFIDENCE = 0.5  # below this a candidate is a guess (kept, ranked), not a 
 _GUESSED_ENTRY = 0.4
 # what `with`'s type texts call, and `async with`'s (the longer start first)
 _ENTERING = (("aenter(", "__aenter__"), ("enter(", "__enter__"))
-_WRAPPED = ("iter(", "enter(", "aenter(", "list[iter(")  # texts of what a value gives
+_WRAPPED = ("iter(", "item(", "enter(", "aenter(", "list[iter(")  # texts of what a value gives
+# what iterating a value gives, and indexing it
+_CONTAINED: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("iter(", element_type),
+    ("item(", item_type),
+)
+# Python's methods that take an item out of a container (a list's, a deque's, a dict's):
+# `(deque[Worker]).popleft` is a Worker
+_TAKING = (["pop"], ["popleft"])
 _INHERITED = 0.03  # taken off per base-class level
 # A union's alternatives (`A | B`) rank in the order written, each this much below the one
 # before: more than a few levels of inheritance, so that `B.f` does not pass `A`'s
@@ -402,13 +412,15 @@ class _Resolver:
     ) -> list[Candidate]:
         """The classes a type expression means where `ref` sits. Beside types it takes
         "(T).a.b" (attribute b of attribute a of a T), "iter(<expression>)" (an element of
-        what the expression gives: a loop variable), "enter(<callee>)" (what `with
+        what the expression gives: a loop variable), "item(<expression>)" (what indexing it
+        gives: a mapping's value, a sequence's element), "enter(<callee>)" (what `with
         callee() as x` binds; "aenter(…)": `async with`) and "@<decorator>" (a decorated
         function's value: what the decorator returns)."""
         if depth > _MAX_DEPTH:
             return []
-        if text.startswith("iter(") and text.endswith(")"):
-            return self._elements(text[5:-1], ref, tags, depth)
+        for wrapper, take in _CONTAINED:
+            if text.startswith(wrapper) and text.endswith(")"):
+                return self._elements(text[len(wrapper) : -1], take, ref, tags, depth)
         for wrapper, methods in _ENTERING:
             if text.startswith(wrapper) and text.endswith(")"):
                 return self._entered(text[len(wrapper) : -1], methods, ref, tags, depth)
@@ -451,22 +463,27 @@ class _Resolver:
             return []
         owners = self._classes_of_type(text[1:close], ref, tags, depth + 1)
         segments = _without_arguments(text[close + 1 :]).strip(".").split(".")
+        if not owners and segments in _TAKING and family(tags.language) == "python":
+            item = _contained(text[1:close], item_type)
+            return self._classes_of_type(item, ref, tags, depth + 1) if item else []
         if not owners or not all(s.isidentifier() for s in segments):
             return []
         found, _known = self._walk(owners, segments[:-1], segments[-1])
         return found
 
     def _elements(
-        self, expression: str, ref: Reference, tags: FileTags, depth: int
-    ) -> list[Candidate]:
-        """Classes of the elements of `expression` (`self.get_params(ctx)`, `self._args`), or
-        of a container's type as a typed local's is substituted (`Sequence[Token]`)."""
-        element = _element_text(expression)
+        self, expression: str, take: Callable[[str], str], ref: Reference, tags: FileTags,
+        depth: int,
+    ) -> list[Candidate]:  # fmt: skip
+        """Classes of the elements (`take`: `element_type`) or the items (`item_type`) of
+        `expression` (`self.get_params(ctx)`, `self._args`), or of a container's type as a
+        typed local's is substituted (`Sequence[Token]`)."""
+        element = _contained(expression, take)
         if element:
             return self._classes_of_type(element, ref, tags, depth + 1)
         out: list[Candidate] = []
         for found, score in self._expression(expression, ref, tags, depth):
-            element = element_type(found.declared_type)
+            element = take(found.declared_type)
             holder = self.table.files.get(found.path)
             if element and holder is not None:
                 probe = Reference(found.path, "", "type", found.start_line, 0, found.parent)
@@ -957,13 +974,15 @@ def _join_module(module: str, name: str) -> str:
     return f"{module}{name}" if module.endswith(".") else f"{module}.{name}"
 
 
-def _element_text(text: str) -> str:
-    """The element type of a container type's text, of an element's as well
-    ("iter(list[list[Key]])" -> "Key"); "" where the text names no container type."""
-    if text.startswith("iter(") and text.endswith(")"):
-        inner = _element_text(text[5:-1])
-        return element_type(inner) if inner else ""
-    return element_type(text)
+def _contained(text: str, take: Callable[[str], str]) -> str:
+    """What `take` (`element_type`, `item_type`) gives of a container type's text, of an
+    element's or item's as well ("iter(list[list[Key]])" -> "Key"); "" where the text
+    names no container type."""
+    for wrapper, inner_take in _CONTAINED:
+        if text.startswith(wrapper) and text.endswith(")"):
+            inner = _contained(text[len(wrapper) : -1], inner_take)
+            return take(inner) if inner else ""
+    return take(text)
 
 
 def _last(name: str) -> str:

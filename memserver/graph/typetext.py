@@ -93,10 +93,18 @@ _GENERICS = re.compile(
 )
 
 
+# Python's mappings: iterating one gives its keys, indexing it its values
+_MAPPINGS = re.compile(
+    r"^(?:[\w.]*\.)?(?:dict|Dict|Mapping|MutableMapping|defaultdict|DefaultDict|OrderedDict|"
+    r"WeakKeyDictionary|WeakValueDictionary|ChainMap)\[(.*)\]$"
+)
+
+
 def element_type(text: str) -> str:
     """`list[Parameter]` / `t.Iterator[Option]` / `tuple[Arg, ...]` / Go `[]*Item`,
     `map[string]*Item` / Swift `[Item]` / `Item[]` / `List<Item>`, `Vec<Item>` -> the
-    element type (a Swift dictionary `[Key: Item]` gives pairs: "")."""
+    element type; a Python mapping's are its keys (`dict[Key, Item]` -> "Key"; a Swift
+    dictionary `[Key: Item]` gives pairs: "")."""
     text = text.strip().removesuffix("?")
     if text.startswith("[]"):
         return text[2:]
@@ -109,7 +117,11 @@ def element_type(text: str) -> str:
         if "(" in inner or len(split_arguments(inner)) > 1:  # a list's values, not a type
             return ""
         return "" if len(split_arguments(inner, ":")) > 1 else inner
-    match = _GENERICS.match(text) or _CONTAINERS.match(text.strip("\"'"))
+    match = (
+        _GENERICS.match(text)
+        or _CONTAINERS.match(text.strip("\"'"))
+        or _MAPPINGS.match(text.strip("\"'"))
+    )  # a mapping's elements are its keys
     if match is None or not match.group(1):
         return ""
     arguments = split_arguments(match.group(1))
@@ -117,6 +129,17 @@ def element_type(text: str) -> str:
                          and arguments[1] != "..."):  # fmt: skip
         return ""  # `tuple[Key, Node]`: each place its own type
     return arguments[0]
+
+
+def item_type(text: str) -> str:
+    """What indexing a value of type `text` gives: a mapping's value (`dict[str, Task]`,
+    `WeakKeyDictionary[Task, State]` -> "Task", "State"), a sequence's element (as
+    `element_type`); "" for anything else."""
+    match = _MAPPINGS.match(text.strip().strip("\"'"))
+    if match is None:
+        return element_type(text)
+    arguments = split_arguments(match.group(1))
+    return arguments[1] if len(arguments) == 2 else ""
 
 
 # what a callee declared to return one of these gives `with callee() as x`: its first argument
@@ -162,6 +185,6 @@ def split_arguments(text: str, mark: str = ",") -> list[str]:
 
 
 __all__ = [
-    "callable_result", "closing", "element_type", "entered_type", "main_type", "split_arguments",
-    "union_members",
+    "callable_result", "closing", "element_type", "entered_type", "item_type", "main_type",
+    "split_arguments", "union_members",
 ]  # fmt: skip

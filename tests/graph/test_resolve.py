@@ -584,6 +584,62 @@ def test_a_copy_of_a_collection_holds_its_elements_and_a_nonlocal_its_own_rebind
     assert _confident(use, table, 16, "visit") == ["Node.visit"]
 
 
+def test_indexing_gives_a_mappings_value_and_a_sequences_element_and_pop_takes_one() -> None:
+    """`d[k]` of a `dict[K, V]` is a V (iterating it gives K's), of a `list[T]` a T;
+    `tasks[key].scope` is the V's member; `.pop()` / `.popleft()` take an element. An
+    annotation says a variable's type even when a constructor of another type makes it."""
+    files = {
+        "m/kit.py": (
+            "class Conn:\n    def send(self):\n        pass\n"
+            "class Key:\n    def hash(self):\n        pass\n"
+            "class Scope:\n    def cancel(self):\n        pass\n"
+            "class State:\n    def __init__(self, scope: Scope):\n        self.scope = scope\n"
+        ),
+        "m/use.py": (
+            "from weakref import WeakKeyDictionary\n"
+            "from collections import deque\n"
+            "from .kit import Conn, Key, State\n"
+            "_states: WeakKeyDictionary[Key, State] = WeakKeyDictionary()\n"
+            "def go(d: dict[Key, Conn], q: deque[Conn], task):\n"
+            "    c = d['x']\n"
+            "    c.send()\n"  # 7
+            "    d[task].send()\n"  # 8
+            "    for k in d:\n"
+            "        k.hash()\n"  # 10
+            "    scope = _states[task].scope\n"
+            "    scope.cancel()\n"  # 12
+            "    last = q.popleft()\n"
+            "    last.send()\n"  # 14
+            "    made = d.get(task)\n"
+            "    made.send()\n"  # 16
+            "def walk(node: Node, keys: list[Key]):\n"
+            "    node = node.kids[0].child\n"
+            "    node.visit()\n"  # 19
+            "    keys.pop().hash()\n"  # 20
+            "    one = keys.pop()\n"
+            "    one.hash()\n"  # 22
+            "any_conn: Any = Conn()\n"
+            "any_conn.send()\n"  # 24
+        ),
+    }
+    files["m/kit.py"] += (
+        "class Node:\n    kids: list['Node']\n    child: 'Node'\n"
+        "    def visit(self):\n        pass\n"
+    )
+    files["m/use.py"] = files["m/use.py"].replace("Key, State\n", "Key, State, Node\n")
+    use, table = _project(files, "m/use.py")
+    expected = {(7, "send"): ["Conn.send"], (8, "send"): ["Conn.send"], (10, "hash"): ["Key.hash"],
+                (12, "cancel"): ["Scope.cancel"], (14, "send"): ["Conn.send"],
+                (16, "send"): [], (19, "visit"): ["Node.visit"], (22, "hash"): ["Key.hash"],
+                (24, "send"): ["Conn.send"]}  # fmt: skip
+    assert {at: _confident(use, table, *at) for at in expected} == expected
+    from memserver.graph.typetext import item_type
+
+    items = {"dict[str, Conn]": "Conn", "t.Mapping[Key, list[Conn]]": "list[Conn]",
+             "list[Conn]": "Conn", "defaultdict[str]": "", "Conn": ""}  # fmt: skip
+    assert {text: item_type(text) for text in items} == items
+
+
 def test_a_python_class_has_no_member_another_files_class_of_its_name_defines() -> None:
     """abc's `Process` inherits `aclose` from its base; the backends' own `Process`
     classes (the same qualified name, other files) define one each, which is not its."""
@@ -761,7 +817,7 @@ def test_container_types_give_their_elements() -> None:
         "map[string]*Item": "*Item", "[Item]": "Item", "[Item]?": "Item", "[[Item]]": "[Item]",
         "Item[]": "Item", "List<Item>": "Item", "java.util.List<Item>": "Item",
         "std::vec::Vec<Item>": "Item", "IEnumerable<Item>": "Item", "MutableList<Item>": "Item",
-        "[String: Item]": "", "Map<K, V>": "", "Item": "", "dict[str, Item]": "",
+        "[String: Item]": "", "Map<K, V>": "", "Item": "", "dict[str, Item]": "str",  # its keys
     }  # fmt: skip
     assert {text: element_type(text) for text in written} == written
 

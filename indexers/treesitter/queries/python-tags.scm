@@ -84,11 +84,19 @@
   (assignment
     left: (identifier) @name
     (#not-match? @name "^[A-Z][A-Z0-9_]+$")
+    !type  ; (an annotation says it: `_states: dict[Task, State] = WeakKeyDictionary()`)
     right: [(call function: [(identifier) (attribute)] @declared.type)
          (call function: (subscript value: [(identifier) (attribute)] @declared.type))  ; Ruler[T]()
          (boolean_operator right: (call function: [(identifier) (attribute)] @declared.type))  ; x or Default()
          (conditional_expression . (call function: [(identifier) (attribute)] @declared.type))
          (conditional_expression (call function: [(identifier) (attribute)] @declared.type) .)]) @definition.variable)
+(module  ; an annotation that names no type: the constructor's
+  (assignment
+    left: (identifier) @name
+    (#not-match? @name "^[A-Z][A-Z0-9_]+$")
+    type: (type) @_loose
+    (#match? @_loose "^((typing|t)[.])?(Any|Final)$|^object$")
+    right: (call function: [(identifier) (attribute)] @declared.type)) @definition.variable)
 (module
   (assignment
     left: (identifier) @name
@@ -108,6 +116,7 @@
 (assignment
   left: (attribute object: (identifier) @_self attribute: (identifier) @name)
   (#eq? @_self "self")
+  !type
   right: [(call function: [(identifier) (attribute)] @declared.type)
          (call function: (subscript value: [(identifier) (attribute)] @declared.type))  ; Ruler[T]()
          (boolean_operator right: (call function: [(identifier) (attribute)] @declared.type))  ; x or Default()
@@ -233,20 +242,21 @@
          (conditional_expression . (call function: [(identifier) (attribute)] @local.type))
          (conditional_expression (call function: [(identifier) (attribute)] @local.type) .)])
 ; `token = tokens[i]`: an element of what it indexes (a slice is no element); `info =
-; self.info`: what the attribute holds. Not where an annotation says the type, nor where
-; the value is read through a call or an index (`self.registry[k].entry`)
+; self.info`: what the attribute holds; `d[key]`, `d[k].entry`: what indexing d gives (a
+; mapping's value, a sequence's element), and its member. Not where an annotation says the
+; type, nor where the value is read through a call (`self.registry(k).entry`)
 (assignment
   left: (identifier) @local.definition
   !type
   right: (subscript
     value: [(identifier) (attribute)] @local.iterable
-    subscript: [(identifier) (integer) (unary_operator) (binary_operator) (attribute)])
+    subscript: [(identifier) (integer) (string) (unary_operator) (binary_operator) (attribute)])
   (#not-match? @local.iterable "[\\[(]"))
 (assignment
   left: (identifier) @local.definition
   !type
   right: (attribute) @local.type
-  (#not-match? @local.type "[\\[(]"))
+  (#match? @local.type "^\\w[\\w.]*(\\[[^\\[\\]():]+\\])?[.]\\w[\\w.]*$"))
 (for_statement left: (identifier) @local.definition right: (_) @local.iterable)
 (for_in_clause left: (identifier) @local.definition right: (_) @local.iterable)
 (with_item
