@@ -908,11 +908,15 @@ class _Extractor:
     def _type_text(self, node: Node | None) -> str:
         if node is None:
             return ""
-        copied = self._copied(node.parent) if node.parent is not None else None
-        if copied is not None and node.parent.child_by_field_name("function") == node:
-            return f"list[iter({self._type_text(copied)})]"  # `list(self._fields())`
         text = " ".join(self._text(node).split())[:_MAX_QUALIFIER]
-        item = _ITEM_MEMBER.match(text) if self.language == "python" and "[" in text else None
+        if self.language != "python":
+            return text
+        if text in _COPIES:
+            parent = node.parent
+            copied = self._copied(parent) if parent is not None else None
+            if copied is not None and parent.child_by_field_name("function") == node:
+                return f"list[iter({self._type_text(copied)})]"  # `list(self._fields())`
+        item = _ITEM_MEMBER.match(text) if "[" in text else None
         if item is not None and not item.group(1).rpartition(".")[2][:1].isupper():
             return f"(item({item.group(1)})){item.group(2)}"  # `tasks[key].scope` (not `A[T].x`)
         return text
