@@ -215,6 +215,7 @@ class _Extractor:
         self._take_flat(QueryCursor(queries.flat).captures(self.root))
         definitions, spans = self._definitions()
         scopes = self._scopes(spans)
+        self._outer_declarations(spans)
         self._class_scopes(spans)
         for index, node in self.pending:  # types that depend on a function's locals
             chain = spans.chain(node.start_byte)
@@ -723,12 +724,16 @@ class _Extractor:
             return f"item({typed})"
         return f"({typed}){rest}" if rest.startswith(".") else ""
 
-    def _class_scopes(self, spans: _Spans) -> None:
-        for node, how in self.outer_names:  # at the module's level they change nothing
+    def _outer_declarations(self, spans: _Spans) -> None:
+        """Which names each function declares `global` or `nonlocal` (at the module's level
+        such a statement changes nothing)."""
+        for node, how in self.outer_names:
             function = next((d for d in spans.chain(node.start_byte) if d.kind in _FUNCTIONS),
                             None)  # fmt: skip
             if function is not None:
                 self.declared_outer.setdefault(function.qualified, {})[self._text(node)] = how
+
+    def _class_scopes(self, spans: _Spans) -> None:
         self._class_locals: dict[str, set[str]] = {}
         for node in self.constructor_params:
             owner = next((d for d in spans.chain(node.start_byte) if d.kind in CLASS_KINDS), None)
@@ -741,20 +746,17 @@ class _Extractor:
         for scope in sorted(self.scope_nodes, key=lambda n: (n.start_byte, -n.end_byte)):
             self.regions.add(scope.start_byte, scope.end_byte, (scope.start_byte, scope.end_byte))
         for node, type_node, iterable in self.locals:
+            typed = (
+                self._iterated(iterable) if iterable is not None else self._local_text(type_node)
+            )
             region = self.regions.chain(node.start_byte)
             if region:  # a lambda's parameter, a comprehension's variable
-                typed = self._local_text(type_node)
-                if iterable is not None:
-                    typed = self._iterated(iterable)
                 bound = self.inner.setdefault(region[0], {})
                 bound[self._text(node)] = typed or bound.get(self._text(node), "")
                 continue
             for definition in spans.chain(node.start_byte):
                 if definition.kind in _FUNCTIONS:
                     bindings = scopes.setdefault(definition.qualified, {})
-                    typed = self._local_text(type_node)
-                    if iterable is not None:
-                        typed = self._iterated(iterable)
                     at = node.start_point[0] + 1
                     bindings.setdefault(self._text(node), []).append((at, typed))
                     if typed and _borrowed(type_node, iterable):
@@ -832,10 +834,7 @@ class _Extractor:
             if how is not None:  # its own bindings before the line, else the outer name's
                 own = [(at, t) for at, t in bindings if t and at < line]
                 if own:
-                    at, typed = own[-1]
-                    if _head(typed) != name:
-                        return typed
-                    return self._substitute(typed, at, chain, scopes, depth - 1) if depth else ""
+                    return self._binding_type(name, *own[-1], chain, scopes, depth)
                 if how == "global":  # the module's: no function's binding types it
                     return ""
                 closure = True
@@ -852,11 +851,18 @@ class _Extractor:
                    self.borrowed]  # fmt: skip
             if not (own or before):
                 return ""
-            at, typed = (own or before)[-1]
-            if _head(typed) == name:  # its binding before, at most `depth` back
-                return self._substitute(typed, at, chain, scopes, depth - 1) if depth else ""
-            return typed
+            return self._binding_type(name, *(own or before)[-1], chain, scopes, depth)
         return ""
+
+    def _binding_type(
+        self, name: str, at: int, typed: str, chain: list[Definition], scopes: dict[str, Any],
+        depth: int,
+    ) -> str:  # fmt: skip
+        """A binding's type: of one made from the name itself (`url = url.copy_with(…)`),
+        its binding before, at most `depth` back."""
+        if _head(typed) != name:
+            return typed
+        return self._substitute(typed, at, chain, scopes, depth - 1) if depth else ""
 
     def _substitute(
         self, text: str, line: int, chain: list[Definition], scopes: dict[str, Any], depth: int = 3

@@ -75,12 +75,13 @@ MIN_CONFIDENCE = 0.5  # below this a candidate is a guess (kept, ranked), not a 
 _GUESSED_ENTRY = 0.4
 # what `with`'s type texts call, and `async with`'s (the longer start first)
 _ENTERING = (("aenter(", "__aenter__"), ("enter(", "__enter__"))
-_WRAPPED = ("iter(", "item(", "enter(", "aenter(", "list[iter(")  # texts of what a value gives
 # what iterating a value gives, and indexing it
 _CONTAINED: tuple[tuple[str, Callable[[str], str]], ...] = (
     ("iter(", element_type),
     ("item(", item_type),
 )
+# texts of what a value gives (no expression's own name)
+_WRAPPED = tuple(wrapper for wrapper, _ in (*_CONTAINED, *_ENTERING))
 # Python's methods that take an item out of a container (a list's, a deque's, a dict's):
 # `(deque[Worker]).popleft` is a Worker
 _TAKING = (["pop"], ["popleft"])
@@ -450,7 +451,7 @@ class _Resolver:
     def _expression(self, text: str, ref: Reference, tags: FileTags, depth: int) -> list[Candidate]:
         """Definitions an expression names: a type (`t.Optional[Client]`), a callee
         (`ctx.make_formatter`), or a member chain of a typed head (`(Context).command`)."""
-        if text.startswith(_WRAPPED):  # what a value gives, no expression's own name
+        if text.startswith(_WRAPPED):
             return []
         if not text.startswith("("):
             call = text.find("(")
