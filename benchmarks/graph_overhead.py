@@ -287,10 +287,10 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False, floor: 
     }
 
 
-def _cli_run(tree: Path, variant: str) -> tuple[float, float]:
+def _cli_run(tree: Path, variant: str) -> tuple[float, float, bool]:
     """One `memserver index` in a process of its own, as a user runs it ("default": the
     graph as the command makes it; "without": no graph): its keyword phase and the whole
-    run in seconds."""
+    run in seconds, and whether a worker made its tags."""
     env = {k: v for k, v in os.environ.items()
            if k in ("PATH", "HOME", "PYTHONPATH", "FASTEMBED_CACHE_PATH", "HF_HUB_OFFLINE")
            }  # fmt: skip
@@ -300,7 +300,11 @@ def _cli_run(tree: Path, variant: str) -> tuple[float, float]:
             env=env, cwd=index_dir, capture_output=True, text=True, check=True,
         )  # fmt: skip
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(summary["seconds_to_search"]), float(summary["seconds"])
+    worker = _WORKER_USED in done.stderr
+    return float(summary["seconds_to_search"]), float(summary["seconds"]), worker
+
+
+_WORKER_USED = "graph-overhead: tags from a worker"
 
 
 def _child(variant: str, tree: str, index_dir: str) -> None:
@@ -311,8 +315,13 @@ def _child(variant: str, tree: str, index_dir: str) -> None:
     if variant == "without":
         with _without_graph():
             command.main(args=args)
-    else:
-        command.main(args=args)
+        return
+    with _forced_worker(False):  # counted, not forced
+        try:
+            command.main(args=args)
+        finally:
+            if SPAWNED:
+                print(_WORKER_USED, file=sys.stderr)
 
 
 def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
@@ -321,7 +330,7 @@ def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
     graph and without it in turn, paired run by run."""
     for variant in ("default", "without"):  # the files in the page cache
         _cli_run(tree, variant)
-    runs: dict[str, list[tuple[float, float]]] = {"default": [], "without": []}
+    runs: dict[str, list[tuple[float, float, bool]]] = {"default": [], "without": []}
     for turn in range(repeat):
         for variant in ("default", "without") if turn % 2 else ("without", "default"):
             runs[variant].append(_cli_run(tree, variant))
@@ -334,7 +343,7 @@ def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
             "paired_share": round(share, 4), "paired_interval": [round(low, 4), round(high, 4)],
             "whole_run_paired_share": round(whole[0], 4),
             "whole_run_paired_interval": [round(whole[1], 4), round(whole[2], 4)],
-            "repeat": repeat}  # fmt: skip
+            "workers": sum(r[2] for r in with_), "repeat": repeat}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,10 +372,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         for r in found:
             low, high = r["paired_interval"]
-            print(f"{r['tree']:<12}memserver index: keyword phase {r['keyword_phase_s']:.3f} s, "
+            print(f"{r['tree']:<12} memserver index: keyword phase {r['keyword_phase_s']:.3f} s, "
                   f"with the graph {r['with_graph_s']:.3f} s; paired share "
                   f"{r['paired_share']:+.1%}, 95 % interval {low:+.1%} .. {high:+.1%} "
-                  f"({r['repeat']} repetitions)")  # fmt: skip
+                  f"({r['repeat']} repetitions, {r['workers']} with a tags worker)")  # fmt: skip
         _print_whole(found)
         return 0
     results = [measure(t, max(1, args.repeat), args.embedder, args.split, args.floor)
@@ -407,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
 def _print_whole(results: list[dict[str, Any]]) -> None:
     for r in results:
         low, high = r["whole_run_paired_interval"]
-        print(f"{r['tree']:<12}the whole run's extra time (after the keyword phase too), of the "
+        print(f"{r['tree']:<12} the whole run's extra time (after the keyword phase too), of the "
               f"keyword phase: paired {r['whole_run_paired_share']:+.1%}, 95 % interval "
               f"{low:+.1%} .. {high:+.1%}")  # fmt: skip
 

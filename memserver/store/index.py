@@ -425,16 +425,21 @@ class IndexStore:
         return {CHUNKS: self._tables[CHUNKS], MEMORIES: self._tables[MEMORIES]}
 
     def compact(self) -> None:
+        """Compact the tables an index run writes, those worth it (`ldb.worth_compacting`)."""
         with lance_errors("compact the tables"):
-            ldb.compact([self._tables[n] for n in (CHUNKS, FILES, SYMBOLS, REFS)])
+            tables = [self._tables[n] for n in (CHUNKS, FILES, SYMBOLS, REFS)]
+            ldb.compact([t for t in tables if ldb.worth_compacting(t)])
 
     def housekeep(self, older_than: timedelta) -> None:
-        """Compact every table and drop versions older than `older_than`, so a long-watched
-        index does not pile up versions (a reader still on one that old would lose it); give
-        the code graph its lookup B-trees once it needs them (one grown large under the
-        watcher, whose batches run no index run's maintenance)."""
+        """Compact the tables worth it (`ldb.worth_compacting`: enough small fragments or
+        deleted rows) and drop their versions older than `older_than`, so a long-watched
+        index does not pile up versions (a reader still on one that old would lose it); a
+        table with few fragments keeps its few versions until it has more. Give the code
+        graph its lookup B-trees once it needs them (one grown large under the watcher,
+        whose batches run no index run's maintenance)."""
         with lance_errors("compact the tables and drop old versions"):
-            ldb.housekeep(list(self._tables.values()), older_than)
+            tables = [t for t in self._tables.values() if ldb.worth_compacting(t)]
+            ldb.housekeep(tables, older_than)
         self.graph.ensure_indexes()
 
     def vacuum(self) -> None:

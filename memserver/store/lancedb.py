@@ -433,6 +433,29 @@ def delete_ids(table: Table, column: str, ids: Sequence[str]) -> None:
 _AT_ONCE = 2
 
 
+# A table is worth compacting once it holds this many fragments below LanceDB's target size
+# (an add or an update makes one) or once more than this share of its rows is deleted
+# (LanceDB's own threshold for rewriting a fragment's deletions). Compaction merges every
+# fragment below the target, so a table of one large fragment and a new small one is
+# rewritten whole, each run that changed anything; reads of a few fragments cost no more
+# than of one.
+_SMALL_FRAGMENTS = 8
+_DELETED_SHARE = 0.1
+
+
+def worth_compacting(table: Table) -> bool:
+    """Whether compacting `table` would rewrite enough to matter (see `_SMALL_FRAGMENTS`):
+    read from the manifest's statistics, without a scan. Deleted rows are estimated from the
+    fragments' mean length (rounded down: a few may be missed, never invented)."""
+    stats = table.stats()
+    fragments = stats["fragment_stats"]
+    if int(fragments["num_small_fragments"]) >= _SMALL_FRAGMENTS:
+        return True
+    held = int(fragments["lengths"]["mean"]) * int(fragments["num_fragments"])
+    deleted = held - int(stats["num_rows"])
+    return held > 0 and deleted > _DELETED_SHARE * held
+
+
 def compact(tables: Sequence[Table]) -> None:
     _each(tables, lambda table: table.optimize())
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
 from indexers.watcher import Batch
 from memserver.ingest.live import LiveIndex
 from memserver.ingest.pipeline import _STEP
+from memserver.store import lancedb as ldb
 from tests.e2e.crashkit import snapshot
 
 
@@ -54,13 +56,19 @@ def test_a_steady_stream_is_compacted_without_waiting_for_quiet(
     engine.index()
     live = LiveIndex(engine, housekeep_after=2, should_yield=lambda: False)
     target = sample_repo / "src/config.py"
-    for n in range(3):
+    held: list[int] = []  # the chunks table's fragments after each housekeeping
+    for n in range(2 * ldb._SMALL_FRAGMENTS):
         target.write_text(target.read_text() + f"\n\ndef added_{n}(v):\n    return v\n")
         live.apply(_batch("src/config.py"))
-        # compacted after the second changing batch, counting again from the third
-        assert live.commits_since_housekeeping == [1, 0, 1][n]
-    fragments = engine.open_store().table("chunks").stats()["fragment_stats"]["num_fragments"]
-    assert fragments <= 3
+        # housekept after every second changing batch, counting again from the next
+        assert live.commits_since_housekeeping == (n + 1) % 2
+        if n % 2:
+            stats = engine.open_store().table("chunks").stats()["fragment_stats"]
+            held.append(stats["num_fragments"])
+    # fragments pile up until compacting is worth it, then the table is compacted: never
+    # as many as that after a housekeeping
+    assert max(held) < ldb._SMALL_FRAGMENTS
+    assert any(later < earlier for earlier, later in itertools.pairwise(held))
 
 
 def test_a_saved_files_new_definition_is_found_by_symbol_in_the_same_batch(

@@ -65,3 +65,38 @@ def test_tables_that_fail_their_compaction_fail_the_call_once_the_others_are_don
     notes = failed.value.__notes__
     assert notes[0] == "(table 't1')" and notes[1].startswith("(and table 't3': _Broken(")
     assert _fragments(tables[0]) == 1 and _fragments(tables[2]) == 1
+
+
+def test_a_table_is_worth_compacting_once_it_has_many_small_fragments_or_deleted_rows(
+    tmp_path: Path,
+) -> None:
+    """A few fragments and no deletions: compacting would rewrite the table for nothing."""
+    few, many = _tables(tmp_path, 2, 1)[0], _tables(tmp_path / "b", 1, ldb._SMALL_FRAGMENTS)[0]
+    assert not ldb.worth_compacting(few)
+    assert ldb.worth_compacting(many)
+    ldb.add(few, [{"id": "more", "n": 1}])
+    assert _fragments(few) == 2 and not ldb.worth_compacting(few)
+    few.delete("n < 10")  # 11 of 51 rows: over LanceDB's share for rewriting deletions
+    assert ldb.worth_compacting(few)
+    ldb.compact([few, many])
+    assert not ldb.worth_compacting(few) and not ldb.worth_compacting(many)
+
+
+def test_an_index_run_compacts_only_the_tables_worth_it(tmp_path: Path) -> None:
+    """A run leaves its few fragments be, and compacts once the fragments are many."""
+    from memserver.engine import Engine
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for n in range(3):
+        (tree / f"m{n}.py").write_text(f"def f{n}():\n    return {n}\n")
+    engine = Engine(tree, tmp_path / "index", embedder_flag="none", env={},
+                    overrides={"index": {"batch_files": 1}})  # fmt: skip
+    engine.index()  # a batch, and a fragment of each table, a file
+    assert _fragments(engine.open_store().table("chunks")) == 3
+    for n in range(3, 3 + ldb._SMALL_FRAGMENTS):
+        (tree / f"m{n}.py").write_text(f"def f{n}():\n    return {n}\n")
+    engine.index()
+    store = engine.open_store()
+    assert _fragments(store.table("chunks")) == 1
+    assert store.chunks.count_rows() == 3 + ldb._SMALL_FRAGMENTS

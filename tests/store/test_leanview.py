@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memserver.core.requests import Filters
+from memserver.store import lancedb as ldb
 from memserver.store import leanview
 from memserver.store.leanview import LeanSnapshot
 
@@ -271,6 +272,7 @@ def test_a_vector_index_rewritten_by_compaction_is_trained_again(
         compacted.append(self.vector_index_ids())
 
     monkeypatch.setattr(IndexStore, "housekeep", spy)
+    monkeypatch.setattr(ldb, "_SMALL_FRAGMENTS", 1)  # every table worth compacting
     before = engine.open_store().vector_index_ids()
     (tree / "pkg0" / "extra.py").write_text("def extra_helper(x):\n    return x + 1\n")
     engine.index()
