@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -296,8 +297,12 @@ class Engine:
         statecache.forget(self.index_dir)
         from memserver.ingest.tagging import early_worker
 
-        # a tags worker boots while the stores open (most of a fresh process's wait)
-        with early_worker(walked.files, self.settings.index.graph_workers):
+        # a tags worker boots while the stores open (most of a fresh process's wait), and
+        # on a first index, when every file will be cut, tags them meanwhile
+        first = rebuild or not (self.index_dir / "meta.json").exists()
+        ahead = (os.path.realpath(self.root), self.settings.index.max_file_bytes,
+                 self.settings.chunking.max_parse_bytes) if first else None  # fmt: skip
+        with early_worker(walked.files, self.settings.index.graph_workers, ahead):
             if not rebuild and (self.index_dir / "meta.json").exists():
                 from memserver.store.index import drop_reshaped_graph
 

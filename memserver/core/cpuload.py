@@ -4,9 +4,10 @@ worker process: measured over a window of the recent past, not the minute's load
 
 A `Sample` is taken at a moment: the idle and total CPU seconds of the cores this process
 may use since boot (Linux's /proc/stat) and this process's own CPU seconds, its reaped
-children's included. Between two samples, the cores this process did not use and left
-idle are what other work left it (`spare_cores`). Where there is no /proc/stat, there is
-no sample, and the caller falls back to the load average.
+children's included, and those of the children still alive that do its work (a tags
+worker tagging ahead is not other work). Between two samples, the cores this process did
+not use and left idle are what other work left it (`spare_cores`). Where there is no
+/proc/stat, there is no sample, and the caller falls back to the load average.
 
 Every sample is kept in a short process-wide history (`history`), the first taken when
 this module is first imported (the CLI and the engine import it at their start): even the
@@ -23,8 +24,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 __all__ = [
-    "Sample", "allowed_cpus", "cores", "cpu_quota", "cpu_seconds", "history", "min_window_s",
-    "sample", "spare_cores",
+    "Sample", "allowed_cpus", "cores", "count_as_own", "cpu_quota", "cpu_seconds", "history",
+    "min_window_s", "sample", "spare_cores", "stop_counting",
 ]  # fmt: skip
 
 try:
@@ -136,13 +137,43 @@ def cpu_seconds(cpus: set[int] | None = None, stat: Path = Path("/proc/stat")
     return (idle * _TICK_S, total * _TICK_S) if total else None
 
 
+# Child processes alive whose CPU is this process's own work (a tags worker): once reaped,
+# their times are in `os.times`'s children's, until then only in their /proc/<pid>/stat.
+_HELPERS: set[int] = set()
+
+
+def count_as_own(pid: int) -> None:
+    """Count this child's CPU as this process's own (not other work) while it lives."""
+    _HELPERS.add(pid)
+
+
+def stop_counting(pid: int) -> None:
+    """The child was reaped (its times are the children's now), or is not ours to count."""
+    _HELPERS.discard(pid)
+
+
+def _helpers_seconds() -> float:
+    """The CPU seconds of the children counted as own (`count_as_own`), those still there."""
+    ticks, me = 0, os.getpid()
+    for pid in list(_HELPERS):
+        try:  # after the command's name (which may hold spaces): state, ppid, …
+            fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            if int(fields[1]) != me:  # reaped unseen, its number another's now
+                _HELPERS.discard(pid)
+                continue
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            continue
+    return ticks * _TICK_S
+
+
 def sample() -> Sample | None:
     """Now (kept in `history`), or None where the cores' times cannot be read."""
     found = cpu_seconds(allowed_cpus())
     if found is None:
         return None
     t = os.times()
-    own = t.user + t.system + t.children_user + t.children_system
+    own = t.user + t.system + t.children_user + t.children_system + _helpers_seconds()
     taken = Sample(time.monotonic(), *found, own)
     _HISTORY.append(taken)
     return taken

@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator, Sequence
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core import cpuload
 from memserver.core.types import ChunkOptions, SourceFile
-from memserver.ingest.tagworker import HINT, Job, messages, rows, send, widen
+from memserver.ingest.tagworker import AHEAD, HINT, Ahead, Job, messages, rows, send, widen
 
 __all__ = ["MIN_CHARS", "Tagger", "early_worker", "start_early", "stop_early", "stop_kept"]
 
@@ -274,6 +274,7 @@ class _Worker:
         self.lease: _Lease | None = None  # the run's that holds it (none while kept)
         self.feeder: threading.Thread | None = None  # the run's, sending its jobs
         self.retiring: threading.Timer | None = None  # while kept: stops it unless taken
+        self.tagging_ahead = False  # asked to tag a run's files before its jobs (`ahead`)
 
     @classmethod
     def spawn(cls) -> _Worker | None:
@@ -290,6 +291,7 @@ class _Worker:
         worker = cls(proc)
         worker.set_idle(True)
         _SPAWNED.add(worker)
+        cpuload.count_as_own(proc.pid)  # its CPU is this process's work, not other work
         return worker
 
     def set_idle(self, idle: bool) -> bool:
@@ -307,14 +309,25 @@ class _Worker:
 
     def hint(self, languages: Sequence[str]) -> None:
         """Have the worker compile these languages' tags queries before their files come
-        (nothing answers; a worker gone is found out when it is fed)."""
-        if self.proc.stdin is not None:
+        (nothing answers; a worker gone is found out when it is fed). Not while it tags
+        ahead (its files' queries are compiled as it tags them): anything that comes stops
+        that."""
+        if self.proc.stdin is not None and not self.tagging_ahead:
             with contextlib.suppress(OSError, ValueError):
                 send(self.proc.stdin.fileno(), (HINT, list(languages)))
+
+    def ahead(self, files: Ahead) -> None:
+        """Have the worker tag these files before their jobs come (`tagworker._tag_ahead`;
+        nothing answers), until they come."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                send(self.proc.stdin.fileno(), (AHEAD, files))
+                self.tagging_ahead = True
 
     def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
         """Send the jobs and take the answers, each from a thread of its own. The input
         stays open: once its answers are all in, the worker waits for another run's."""
+        self.tagging_ahead = False  # the jobs end it
         self.held, self.answers, self.owed = [], queue.SimpleQueue(), len(jobs)
         self.ended = threading.Event()  # this run's (an earlier run's reader sets its own)
         if not jobs:
@@ -397,6 +410,7 @@ class _Worker:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        cpuload.stop_counting(self.proc.pid)  # reaped: its time is among the children's
         for thread in (self.feeder, self.reader):  # they end at its end: before the pipes
             if (
                 thread is not None
@@ -476,20 +490,28 @@ def stop_kept() -> None:
 
 
 @contextlib.contextmanager
-def early_worker(files: Sequence[SourceFile], workers: int) -> Iterator[None]:
+def early_worker(
+    files: Sequence[SourceFile], workers: int, ahead: tuple[str, int, int] | None = None
+) -> Iterator[None]:
     """A tags worker started now (`start_early`), before an index run opens its stores,
     when `files` (a walk's) hold enough code for one (`MIN_CHARS`) were all of it changed
-    and `workers` allow one; stopped on the way out unless the run took it."""
-    code = sum(f.size for f in files if f.language in CODE_LANGUAGES)
-    if workers > 0 and code >= MIN_CHARS:
-        start_early()
+    and `workers` allow one; stopped on the way out unless the run took it. `ahead`, for a
+    run that will cut every file (a first index): (the root's real path, the largest file
+    read, the largest file parsed), and the worker tags the code files while the stores
+    open (`tagworker._tag_ahead`)."""
+    code = [f for f in files if f.language in CODE_LANGUAGES]
+    if workers > 0 and sum(f.size for f in code) >= MIN_CHARS:
+        started = start_early()
+        if started is not None and ahead is not None:
+            started.ahead((*ahead, [(f.path, f.abs_path, f.language) for f in code]))
     try:
         yield
     finally:
         stop_early(mine=True)
 
 
-def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None) -> None:
+def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None
+                ) -> _Worker | None:  # fmt: skip
     """Start a tags worker now, before the run that may take it opens its stores: its start
     (an interpreter and its imports, 0.03-0.05 s of a core) then overlaps that opening
     (about 0.45 s of one core in a fresh `memserver index` on click: LanceDB's import, the
@@ -500,17 +522,18 @@ def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None)
     `stop_early` (`early_worker`'s end, or the interpreter's). Only on two cores or more,
     and a load average (the last minute's; `loadavg`, default the system's) below them: on
     busy cores a worker would not be taken. None while an earlier run's worker is kept:
-    the run takes that one."""
+    the run takes that one. The worker started, if any."""
     cores = cpuload.cores()
     with _POOL:
         held = bool(_EARLY or _KEPT)
     if held or cores < 2 or not _load_below(loadavg or _LOADAVG, cores):
-        return
+        return None
     worker = _Worker.spawn()
     if worker is not None:
         with _POOL:
             _EARLY.append(worker)
         _STARTED_HERE.set(worker)
+    return worker
 
 
 def stop_early(mine: bool = False) -> None:
@@ -541,6 +564,7 @@ def _forget_workers() -> None:
     global _POOL
     _POOL = threading.RLock()  # the parent's may have been held by another thread
     for worker in list(_SPAWNED):  # kept, early, or a run's in the parent
+        cpuload.stop_counting(worker.proc.pid)  # not this child's to count
         for pipe in (worker.proc.stdin, worker.proc.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError, ValueError):

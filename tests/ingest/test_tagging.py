@@ -874,3 +874,155 @@ def test_an_index_run_leaves_no_early_worker_behind(
         engine.index()
     assert len(started) == 2 and not tagging._EARLY
     assert started[1] is not None and started[1].proc.returncode is not None
+
+
+Serving = tuple[int, int, list[tuple[str, str]], Callable[[], None]]
+
+
+def _serving(monkeypatch: pytest.MonkeyPatch) -> Serving:
+    """The worker's loop (`tagworker._serve`) in a thread of this process, on two pipes:
+    (its input's write end, its output's read end, the files it tagged as (path, text) in
+    order, a function joining it once its input is closed)."""
+    from memserver.ingest import tagworker
+
+    tagged: list[tuple[str, str]] = []
+    real = tagworker.rows
+
+    def rows(job: tuple[str, str, str], max_parse_bytes: int) -> object:
+        tagged.append((job[0], job[1]))
+        return real(job, max_parse_bytes)
+
+    monkeypatch.setattr(tagworker, "rows", rows)
+    source, feed = os.pipe()
+    answers, sink = os.pipe()
+    serving = threading.Thread(target=tagworker._serve, args=(source, sink))
+    serving.start()
+
+    def join() -> None:
+        serving.join()
+        for fd in (source, sink):
+            os.close(fd)
+
+    return feed, answers, tagged, join
+
+
+def test_files_tagged_ahead_answer_their_jobs_unless_their_text_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first index's files are tagged before their jobs come; a job of the same text is
+    answered with those tags (not tagged again), one whose file changed in between is
+    tagged from the run's text, and every answer is what tagging here gives."""
+    from memserver.ingest.tagworker import AHEAD, messages
+
+    files = _files(1, ("python", "javascript"))
+    root = _tree(tmp_path / "repo", files)
+    walked = [(name, str(root / name), language) for name, _, language in files]
+    max_parse = ChunkOptions().max_parse_bytes
+    feed, answers, tagged, join = _serving(monkeypatch)
+    send(feed, (AHEAD, (str(root.resolve()), 1_000_000, max_parse, walked)))
+    deadline = time.monotonic() + 60
+    while len(tagged) < len(files) and time.monotonic() < deadline:
+        time.sleep(0.01)  # its reading and tagging ahead, all of it
+    assert [path for path, _ in tagged] == [name for name, _, _ in files]
+    changed = files[-1][1] + "\n\ndef added_later():\n    return 1\n"
+    jobs = [*files[:-1], (files[-1][0], changed, files[-1][2])]
+    send(feed, (max_parse, jobs))
+    os.close(feed)
+    got = next(iter(messages(answers)))
+    join()
+    os.close(answers)
+    assert got == _expected(jobs)
+    assert tagged[len(files) :] == [(files[-1][0], changed)]  # only the changed file again
+
+
+def test_tagging_ahead_gives_way_to_what_comes(tmp_path: Path) -> None:
+    """Jobs waiting stop the tagging ahead before its next file: the run's own come first."""
+    from memserver.ingest.tagworker import Inbox, _tag_ahead
+
+    files = _files(1, ("python",))
+    root = _tree(tmp_path / "repo", files)
+    walked = [(name, str(root / name), language) for name, _, language in files]
+    read_end, write_end = os.pipe()
+    made: dict[tuple[str, str, int], tuple[bytes, object]] = {}
+    plan = (str(root.resolve()), 1_000_000, ChunkOptions().max_parse_bytes, walked)
+    _tag_ahead(plan, made, Inbox(read_end), os.getppid())
+    assert len(made) == len(files)  # nothing waiting: all of them
+    made.clear()
+    send(write_end, (ChunkOptions().max_parse_bytes, []))
+    _tag_ahead(plan, made, Inbox(read_end), os.getppid())
+    assert made == {}
+    for fd in (read_end, write_end):
+        os.close(fd)
+
+
+def _graph_rows(index_dir: Path) -> tuple[object, object]:
+    """The code graph's stored rows, in a fixed order, without the times they were written."""
+    from memserver.store import lancedb as ldb
+
+    db = ldb.connect(index_dir / "lance")
+    out = []
+    for name, keys in (("symbols", ["id"]), ("refs", ["version", "place"])):
+        table = db.open_table(name).to_arrow().drop_columns(["valid_to"])
+        out.append(table.sort_by([(k, "ascending") for k in keys]).to_pylist())
+    return out[0], out[1]
+
+
+def test_a_first_index_tags_ahead_and_stores_the_graph_tagging_here_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Engine.index` has the early worker tag a first index's code files while the stores
+    open; the graph stored is the one an index tagged in-process stores. A later run (the
+    index is there) asks for nothing ahead."""
+    from memserver.engine import Engine
+
+    started = _watch_workers(monkeypatch)
+    asked: list[int] = []
+    ahead = tagging._Worker.ahead
+
+    def asking(self: tagging._Worker, files: tuple[str, int, int, list[object]]) -> None:
+        asked.append(len(files[3]))
+        ahead(self, files)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tagging._Worker, "ahead", asking)
+    monkeypatch.setattr(tagging, "_LOADAVG", idle)
+    monkeypatch.setattr(tagging, "MIN_CHARS", 1)
+    root = _tree(tmp_path / "repo", _files(2, ("python", "javascript", "markdown")))
+    code = sum(1 for p in root.rglob("*") if p.suffix in (".py", ".js"))
+    engine = Engine(root, tmp_path / "idx", embedder_flag="none", env={})
+    assert engine.index().files_indexed > 0
+    assert asked == [code] and len(started) == 1
+    here = Engine(root, tmp_path / "here", embedder_flag="none", env={},
+                  overrides={"index": {"graph_workers": 0}})  # fmt: skip
+    here.index()
+    assert _graph_rows(tmp_path / "idx") == _graph_rows(tmp_path / "here")
+    (root / "more.py").write_text("def more():\n    return 1\n")
+    engine.index()
+    assert asked == [code]
+
+
+def test_a_live_child_counted_as_own_is_not_other_work() -> None:
+    """A child doing this process's work (a tags worker tagging ahead) counts in a sample's
+    own CPU while it lives, and once reaped only as a child: never twice, never as other
+    work that leaves no core spare."""
+    if cpuload.sample() is None:
+        pytest.skip("the cores' times cannot be read here")
+    busy = ("import sys, time\nwhile time.process_time() < 0.3:\n    pass\n"
+            "print('done', flush=True)\ntime.sleep(60)\n")  # fmt: skip
+    child = subprocess.Popen([sys.executable, "-c", busy], stdout=subprocess.PIPE, text=True)
+    try:
+        before = cpuload.sample()
+        assert child.stdout is not None and child.stdout.readline() == "done\n"
+        uncounted = cpuload.sample()
+        cpuload.count_as_own(child.pid)
+        counted = cpuload.sample()
+        assert before is not None and uncounted is not None and counted is not None
+        assert uncounted.own - before.own < 0.1  # alive and not counted: not this process's
+        assert counted.own - uncounted.own >= 0.25  # its 0.3 s of CPU, in ticks
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    cpuload.stop_counting(child.pid)
+    reaped = cpuload.sample()
+    assert reaped is not None and abs(reaped.own - counted.own) < 0.1  # a child's now
