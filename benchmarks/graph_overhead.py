@@ -94,7 +94,7 @@ def _without_graph() -> Iterator[None]:
     Tagger.tags = lambda self, files: iter(())  # type: ignore[method-assign]
     Tagger.prepare = lambda self, languages=(): None  # type: ignore[method-assign]
     IndexStore._open_graphs = lambda self, c: []  # type: ignore[method-assign]
-    tagging.start_early = lambda loadavg=None: None
+    tagging.start_early = lambda loadavg=None, ahead=None: None
     try:
         yield
     finally:
@@ -304,7 +304,7 @@ def _cli_run(tree: Path, variant: str) -> tuple[float, float, bool, float]:
             [sys.executable, __file__, "--child", variant, str(tree.resolve()), index_dir],
             env=env, cwd=index_dir, capture_output=True, text=True, check=True,
         )  # fmt: skip
-    command = time.perf_counter() - began
+        command = time.perf_counter() - began  # not the index's deletion
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     worker = _WORKER_USED in done.stderr
     return float(summary["seconds_to_search"]), float(summary["seconds"]), worker, command

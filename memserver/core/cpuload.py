@@ -18,14 +18,17 @@ before it.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 __all__ = [
     "Sample", "allowed_cpus", "cores", "count_as_own", "cpu_quota", "cpu_seconds", "history",
-    "min_window_s", "sample", "spare_cores", "stop_counting",
+    "min_window_s", "reaping", "sample", "spare_cores",
 ]  # fmt: skip
 
 try:
@@ -139,31 +142,38 @@ def cpu_seconds(cpus: set[int] | None = None, stat: Path = Path("/proc/stat")
 
 # Child processes alive whose CPU is this process's own work (a tags worker): once reaped,
 # their times are in `os.times`'s children's, until then only in their /proc/<pid>/stat.
+# A sample and a helper's reaping (`reaping`) hold the lock: no sample counts a helper twice
+# (in both) or not at all.
 _HELPERS: set[int] = set()
+_COUNTING = threading.Lock()
 
 
 def count_as_own(pid: int) -> None:
     """Count this child's CPU as this process's own (not other work) while it lives."""
-    _HELPERS.add(pid)
+    with _COUNTING:
+        _HELPERS.add(pid)
 
 
-def stop_counting(pid: int) -> None:
-    """The child was reaped (its times are the children's now), or is not ours to count."""
-    _HELPERS.discard(pid)
+@contextmanager
+def reaping(pid: int) -> Iterator[None]:
+    """Around reaping a helper (`Popen.wait`): its times move to the children's at once."""
+    with _COUNTING:
+        yield
+        _HELPERS.discard(pid)
 
 
 def _helpers_seconds() -> float:
-    """The CPU seconds of the children counted as own (`count_as_own`), those still there."""
+    """The CPU seconds of the children counted as own (`count_as_own`), those still there;
+    one gone (reaped elsewhere) or whose number is no longer our child's is forgotten."""
     ticks, me = 0, os.getpid()
     for pid in list(_HELPERS):
         try:  # after the command's name (which may hold spaces): state, ppid, …
             fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
-            if int(fields[1]) != me:  # reaped unseen, its number another's now
-                _HELPERS.discard(pid)
-                continue
+            if int(fields[1]) != me:
+                raise ValueError("another's")
             ticks += int(fields[11]) + int(fields[12])  # utime, stime
         except (OSError, IndexError, ValueError):
-            continue
+            _HELPERS.discard(pid)
     return ticks * _TICK_S
 
 
@@ -172,8 +182,9 @@ def sample() -> Sample | None:
     found = cpu_seconds(allowed_cpus())
     if found is None:
         return None
-    t = os.times()
-    own = t.user + t.system + t.children_user + t.children_system + _helpers_seconds()
+    with _COUNTING:
+        t = os.times()
+        own = t.user + t.system + t.children_user + t.children_system + _helpers_seconds()
     taken = Sample(time.monotonic(), *found, own)
     _HISTORY.append(taken)
     return taken
@@ -201,6 +212,17 @@ def spare_cores(then: Sample, now: Sample) -> float | None:
     own = max(0.0, now.own - then.own) / wall
     return min(idle + own, float(cores())) - 1.0
 
+
+def _forked() -> None:
+    """In a forked child: the lock anew (another thread may have held it), and none of the
+    parent's helpers (not this process's children)."""
+    global _COUNTING
+    _COUNTING = threading.Lock()
+    _HELPERS.clear()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forked)
 
 _HISTORY: deque[Sample] = deque(maxlen=16)
 sample()  # the process's start

@@ -275,6 +275,7 @@ class _Worker:
         self.feeder: threading.Thread | None = None  # the run's, sending its jobs
         self.retiring: threading.Timer | None = None  # while kept: stops it unless taken
         self.tagging_ahead = False  # asked to tag a run's files before its jobs (`ahead`)
+        self.made_ahead = False  # and not told to forget them since
 
     @classmethod
     def spawn(cls) -> _Worker | None:
@@ -316,13 +317,15 @@ class _Worker:
             with contextlib.suppress(OSError, ValueError):
                 send(self.proc.stdin.fileno(), (HINT, list(languages)))
 
-    def ahead(self, files: Ahead) -> None:
+    def ahead(self, files: Ahead | None) -> None:
         """Have the worker tag these files before their jobs come (`tagworker._tag_ahead`;
-        nothing answers), until they come."""
+        nothing answers), until they come; None: forget what it made ahead (a run done with
+        it) and stop making more."""
+        self.tagging_ahead = files is not None
+        self.made_ahead = files is not None
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 send(self.proc.stdin.fileno(), (AHEAD, files))
-                self.tagging_ahead = True
 
     def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
         """Send the jobs and take the answers, each from a thread of its own. The input
@@ -395,6 +398,8 @@ class _Worker:
         taken), else stopped."""
         if self.owed <= 0 and self.proc.poll() is None:
             self.set_idle(True)  # waited for at the end, it may not be
+            if self.made_ahead:  # its run is done with them, whether it asked or not
+                self.ahead(None)
             _keep(self)
         else:
             self.stop()
@@ -409,8 +414,8 @@ class _Worker:
             self.retiring.cancel()
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.wait()
-        cpuload.stop_counting(self.proc.pid)  # reaped: its time is among the children's
+        with cpuload.reaping(self.proc.pid):  # its time moves to the children's
+            self.proc.wait()
         for thread in (self.feeder, self.reader):  # they end at its end: before the pipes
             if (
                 thread is not None
@@ -489,6 +494,16 @@ def stop_kept() -> None:
         worker.stop()
 
 
+# What a first index's files to tag ahead (`early_worker`) may take of the worker's pipe: the
+# message is written where it starts, before anything else, and must fit in a pipe's
+# smallest capacity (Linux's 64 KiB) so that writing it never waits for the worker (idle,
+# on busy cores it may not read for a while). Their paths come to 300-400 files; the tags
+# of as many are what the worker holds for the run (mongoose's 301 files take 0.7 s of a
+# core, more than the stores' opening leaves).
+_AHEAD_BYTES = 48 * 1024
+_AHEAD_ENTRY = 32  # a file's pickled tuple beyond its strings' bytes, at most
+
+
 @contextlib.contextmanager
 def early_worker(
     files: Sequence[SourceFile], workers: int, ahead: tuple[str, int, int] | None = None
@@ -497,21 +512,29 @@ def early_worker(
     when `files` (a walk's) hold enough code for one (`MIN_CHARS`) were all of it changed
     and `workers` allow one; stopped on the way out unless the run took it. `ahead`, for a
     run that will cut every file (a first index): (the root's real path, the largest file
-    read, the largest file parsed), and the worker tags the code files while the stores
-    open (`tagworker._tag_ahead`)."""
+    read, the largest file parsed), and the worker tags the first code files (up to
+    `_AHEAD_BYTES` of their paths) while the stores open (`tagworker._tag_ahead`)."""
     code = [f for f in files if f.language in CODE_LANGUAGES]
     if workers > 0 and sum(f.size for f in code) >= MIN_CHARS:
-        started = start_early()
-        if started is not None and ahead is not None:
-            started.ahead((*ahead, [(f.path, f.abs_path, f.language) for f in code]))
+        asked = None
+        if ahead is not None and os.name == "posix":  # where the worker can see jobs wait
+            first: list[tuple[str, str, str]] = []
+            size = 0
+            for f in code:
+                size += len(f.path.encode()) + len(f.abs_path.encode()) + _AHEAD_ENTRY
+                if size > _AHEAD_BYTES:
+                    break
+                first.append((f.path, f.abs_path, f.language))
+            asked = (*ahead, first)
+        start_early(ahead=asked)
     try:
         yield
     finally:
         stop_early(mine=True)
 
 
-def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None
-                ) -> _Worker | None:  # fmt: skip
+def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None,
+                ahead: Ahead | None = None) -> _Worker | None:  # fmt: skip
     """Start a tags worker now, before the run that may take it opens its stores: its start
     (an interpreter and its imports, 0.03-0.05 s of a core) then overlaps that opening
     (about 0.45 s of one core in a fresh `memserver index` on click: LanceDB's import, the
@@ -519,10 +542,11 @@ def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None
     worker (`Tagger.prepare`, `Tagger.tags`) and, with the run's code languages, has it
     compile their tags queries while the run reads its files; a run that wants none (too
     little changed code, busy cores) stops it when its tagger closes, and so does
-    `stop_early` (`early_worker`'s end, or the interpreter's). Only on two cores or more,
-    and a load average (the last minute's; `loadavg`, default the system's) below them: on
-    busy cores a worker would not be taken. None while an earlier run's worker is kept:
-    the run takes that one. The worker started, if any."""
+    `stop_early` (`early_worker`'s end, or the interpreter's). `ahead`: files it tags
+    meanwhile (`_Worker.ahead`), asked before any run can take it. Only on two cores or
+    more, and a load average (the last minute's; `loadavg`, default the system's) below
+    them: on busy cores a worker would not be taken. None while an earlier run's worker is
+    kept: the run takes that one. The worker started, if any."""
     cores = cpuload.cores()
     with _POOL:
         held = bool(_EARLY or _KEPT)
@@ -530,6 +554,8 @@ def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None
         return None
     worker = _Worker.spawn()
     if worker is not None:
+        if ahead is not None:
+            worker.ahead(ahead)
         with _POOL:
             _EARLY.append(worker)
         _STARTED_HERE.set(worker)
@@ -564,7 +590,6 @@ def _forget_workers() -> None:
     global _POOL
     _POOL = threading.RLock()  # the parent's may have been held by another thread
     for worker in list(_SPAWNED):  # kept, early, or a run's in the parent
-        cpuload.stop_counting(worker.proc.pid)  # not this child's to count
         for pipe in (worker.proc.stdin, worker.proc.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError, ValueError):

@@ -38,7 +38,8 @@ Job = tuple[str, str, str]  # (path, text, language)
 HINT = "languages"
 # A message (AHEAD, Ahead) asks for the tags of a run's files before their jobs come
 # (`_tag_ahead`): the root's real path, the largest file read, the largest file parsed, and
-# each code file as (path, absolute path, language), in the walk's order.
+# each code file as (path, absolute path, language), in the walk's order; (AHEAD, None)
+# drops what was made ahead (the run is done).
 AHEAD = "ahead"
 Ahead = tuple[str, int, int, list[tuple[str, str, str]]]
 
@@ -127,8 +128,9 @@ def _serve(source: int, sink: int) -> None:
             _compile(cast(list[str], message[1]))
             continue
         if isinstance(message, tuple) and message[:1] == (AHEAD,):
-            ahead.clear()  # an earlier run's, left
-            _tag_ahead(cast(Ahead, message[1]), ahead, inbox, parent)
+            ahead.clear()  # an earlier run's, left; (AHEAD, None): only that
+            if message[1] is not None:
+                _tag_ahead(cast(Ahead, message[1]), ahead, inbox, parent)
             continue
         max_parse_bytes, jobs = cast(tuple[int, list[Job]], message)
         answers = []

@@ -433,27 +433,34 @@ def delete_ids(table: Table, column: str, ids: Sequence[str]) -> None:
 _AT_ONCE = 2
 
 
-# A table is worth compacting once it holds this many fragments below LanceDB's target size
-# (an add or an update makes one) or once more than this share of its rows is deleted
-# (LanceDB's own threshold for rewriting a fragment's deletions). Compaction merges every
-# fragment below the target, so a table of one large fragment and a new small one is
-# rewritten whole, each run that changed anything; reads of a few fragments cost no more
-# than of one.
+# A table is worth compacting once it holds this many fragments of LanceDB's "small" (an add
+# or an update makes one), once more than this share of its rows is deleted (LanceDB's own
+# threshold for rewriting a fragment's deletions, here over the whole table: a fragment's own
+# share is not in the statistics), or once it holds this many versions (deletes and index
+# rebuilds add versions, not fragments; compacting also drops those older than the caller's
+# margin, and the files only they hold). Compaction merges every fragment below its target,
+# so a table of one large fragment and a new small one is rewritten whole, each run that
+# changed anything; reads of a few fragments cost no more than of one, and rows written since
+# an index was built are searched beside it until then.
 _SMALL_FRAGMENTS = 8
 _DELETED_SHARE = 0.1
+_VERSIONS = 20
 
 
 def worth_compacting(table: Table) -> bool:
-    """Whether compacting `table` would rewrite enough to matter (see `_SMALL_FRAGMENTS`):
-    read from the manifest's statistics, without a scan. Deleted rows are estimated from the
-    fragments' mean length (rounded down: a few may be missed, never invented)."""
+    """Whether compacting `table` would rewrite or drop enough to matter (see
+    `_SMALL_FRAGMENTS`): read from the manifest's statistics and the versions' list, without
+    a scan. Deleted rows are estimated from the fragments' mean length (rounded down: a few
+    may be missed, never invented)."""
     stats = table.stats()
     fragments = stats["fragment_stats"]
     if int(fragments["num_small_fragments"]) >= _SMALL_FRAGMENTS:
         return True
     held = int(fragments["lengths"]["mean"]) * int(fragments["num_fragments"])
     deleted = held - int(stats["num_rows"])
-    return held > 0 and deleted > _DELETED_SHARE * held
+    if held > 0 and deleted > _DELETED_SHARE * held:
+        return True
+    return len(table.list_versions()) >= _VERSIONS
 
 
 def compact(tables: Sequence[Table]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import pickle
 import queue
 import signal
 import subprocess
@@ -912,7 +913,7 @@ def test_files_tagged_ahead_answer_their_jobs_unless_their_text_changed(
     """A first index's files are tagged before their jobs come; a job of the same text is
     answered with those tags (not tagged again), one whose file changed in between is
     tagged from the run's text, and every answer is what tagging here gives."""
-    from memserver.ingest.tagworker import AHEAD, messages
+    from memserver.ingest.tagworker import AHEAD
 
     files = _files(1, ("python", "javascript"))
     root = _tree(tmp_path / "repo", files)
@@ -928,11 +929,86 @@ def test_files_tagged_ahead_answer_their_jobs_unless_their_text_changed(
     jobs = [*files[:-1], (files[-1][0], changed, files[-1][2])]
     send(feed, (max_parse, jobs))
     os.close(feed)
-    got = next(iter(messages(answers)))
+    got = _answer(answers)
     join()
     os.close(answers)
     assert got == _expected(jobs)
     assert tagged[len(files) :] == [(files[-1][0], changed)]  # only the changed file again
+
+
+def _answer(fd: int) -> object:
+    """The next message on `fd`, failing (not hanging) when none comes within a minute."""
+    import select
+
+    from memserver.ingest.tagworker import messages
+
+    assert select.select([fd], [], [], 60)[0], "no answer came"
+    return next(iter(messages(fd)))
+
+
+def test_what_was_tagged_ahead_is_dropped_once_the_run_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(AHEAD, None), which a run done with the worker sends before it is kept: a later
+    job of the same text is tagged anew, nothing is held."""
+    from memserver.ingest.tagworker import AHEAD
+
+    files = _files(1, ("python",))
+    root = _tree(tmp_path / "repo", files)
+    walked = [(name, str(root / name), language) for name, _, language in files]
+    max_parse = ChunkOptions().max_parse_bytes
+    feed, answers, tagged, join = _serving(monkeypatch)
+    send(feed, (AHEAD, (str(root.resolve()), 1_000_000, max_parse, walked)))
+    send(feed, (AHEAD, None))
+    send(feed, (max_parse, files))
+    os.close(feed)
+    got = _answer(answers)
+    join()
+    os.close(answers)
+    assert got == _expected(files)
+    assert tagged[-len(files) :] == [(name, text) for name, text, _ in files]  # anew
+
+
+def test_a_worker_kept_after_tagging_ahead_is_told_to_drop_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run that took the early worker and never fed it (its code turned out small) keeps
+    it without what it made ahead: the kept worker holds nothing, makes nothing more."""
+    sent: list[object] = []
+    monkeypatch.setattr(tagging, "send", lambda fd, value: sent.append(value))
+    worker = tagging._Worker.spawn()
+    assert worker is not None
+    try:
+        worker.ahead(("/nowhere", 1, 1, []))
+        assert worker.tagging_ahead and worker.made_ahead
+        worker.hint(["python"])  # not while it tags ahead
+        worker.release()
+        assert _kept() == [worker]
+        assert not worker.tagging_ahead and not worker.made_ahead
+        assert sent[0][0] == "ahead" and sent[1:] == [("ahead", None)]  # type: ignore[index]
+    finally:
+        tagging.stop_kept()
+
+
+def test_the_files_tagged_ahead_fit_in_a_pipe_whatever_the_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message naming them is written before the worker reads anything: however many
+    files a first index has, it fits in a pipe's smallest capacity, the walk's first ones."""
+    from memserver.core.types import SourceFile
+
+    asked: list[object] = []
+    monkeypatch.setattr(tagging, "start_early",
+                        lambda loadavg=None, ahead=None: asked.append(ahead))  # fmt: skip
+    deep = "/".join(["folder"] * 20)
+    files = [SourceFile(f"{deep}/m{n}.py", str(tmp_path / deep / f"m{n}.py"), 10**6, 0, "python")
+             for n in range(5_000)]  # fmt: skip
+    with tagging.early_worker(files, 1, ("/root", 1, 1)):
+        pass
+    [(root, _, _, first)] = asked  # type: ignore[misc]
+    assert root == "/root" and 0 < len(first) < len(files)
+    assert [f[0] for f in first] == [f.path for f in files[: len(first)]]
+    assert len(pickle.dumps(("ahead", asked[0]), pickle.HIGHEST_PROTOCOL)) < 64 * 1024
 
 
 def test_tagging_ahead_gives_way_to_what_comes(tmp_path: Path) -> None:
@@ -971,9 +1047,13 @@ def test_a_first_index_tags_ahead_and_stores_the_graph_tagging_here_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`Engine.index` has the early worker tag a first index's code files while the stores
-    open; the graph stored is the one an index tagged in-process stores. A later run (the
-    index is there) asks for nothing ahead."""
+    open; the graph stored is the one an index tagged in-process stores (whichever answers
+    came from what was made ahead: `_serve`'s tests above show that they do). A later run
+    (the index is there) asks for nothing ahead."""
     from memserver.engine import Engine
+
+    if cpuload.cores() < 2:
+        pytest.skip("an early worker needs 2 cores")
 
     started = _watch_workers(monkeypatch)
     asked: list[int] = []
@@ -1020,9 +1100,9 @@ def test_a_live_child_counted_as_own_is_not_other_work() -> None:
         assert counted.own - uncounted.own >= 0.25  # its 0.3 s of CPU, in ticks
     finally:
         child.kill()
-        child.wait()
+        with cpuload.reaping(child.pid):
+            child.wait()
         if child.stdout is not None:
             child.stdout.close()
-    cpuload.stop_counting(child.pid)
     reaped = cpuload.sample()
     assert reaped is not None and abs(reaped.own - counted.own) < 0.1  # a child's now
