@@ -94,7 +94,7 @@ def _without_graph() -> Iterator[None]:
     Tagger.tags = lambda self, files: iter(())  # type: ignore[method-assign]
     Tagger.prepare = lambda self, languages=(): None  # type: ignore[method-assign]
     IndexStore._open_graphs = lambda self, c: []  # type: ignore[method-assign]
-    tagging.start_early = lambda loadavg=None, ahead=None: None
+    tagging.start_early = lambda loadavg=None, ahead=None, languages=(): None
     try:
         yield
     finally:

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import NamedTuple
 
@@ -145,7 +145,7 @@ def cpu_seconds(cpus: set[int] | None = None, stat: Path = Path("/proc/stat")
 # A sample and a helper's reaping (`reaping`) hold the lock: no sample counts a helper twice
 # (in both) or not at all.
 _HELPERS: set[int] = set()
-_COUNTING = threading.Lock()
+_COUNTING = threading.RLock()  # reentrant: a run's end may stop a worker inside a sample
 
 
 def count_as_own(pid: int) -> None:
@@ -156,7 +156,13 @@ def count_as_own(pid: int) -> None:
 
 @contextmanager
 def reaping(pid: int) -> Iterator[None]:
-    """Around reaping a helper (`Popen.wait`): its times move to the children's at once."""
+    """Around reaping a helper (`Popen.wait`): its times move to the children's at once.
+    Where the system can, its end is waited for first without reaping it (`os.waitid`'s
+    WNOWAIT), so that no sample waits for a helper slow to die."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is not None and hasattr(os, "WNOWAIT"):
+        with suppress(OSError):  # reaped already (Popen.poll), or not our child
+            waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     with _COUNTING:
         yield
         _HELPERS.discard(pid)
@@ -214,11 +220,12 @@ def spare_cores(then: Sample, now: Sample) -> float | None:
 
 
 def _forked() -> None:
-    """In a forked child: the lock anew (another thread may have held it), and none of the
-    parent's helpers (not this process's children)."""
+    """In a forked child: the lock anew (another thread may have held it), none of the
+    parent's helpers (not this process's children), none of its samples (its own time)."""
     global _COUNTING
-    _COUNTING = threading.Lock()
+    _COUNTING = threading.RLock()
     _HELPERS.clear()
+    _HISTORY.clear()
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows

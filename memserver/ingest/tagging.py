@@ -38,18 +38,29 @@ import contextlib
 import contextvars
 import json
 import os
+import pickle
 import queue
 import subprocess
 import sys
 import threading
 import weakref
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 
 from indexers.treesitter import LANGUAGES as CODE_LANGUAGES
 from memserver.core import cpuload
 from memserver.core.types import ChunkOptions, SourceFile
-from memserver.ingest.tagworker import AHEAD, HINT, Ahead, Job, messages, rows, send, widen
+from memserver.ingest.tagworker import (
+    AHEAD,
+    HINT,
+    Ahead,
+    Job,
+    messages,
+    room_in,
+    rows,
+    send,
+    widen,
+)  # fmt: skip
 
 __all__ = ["MIN_CHARS", "Tagger", "early_worker", "start_early", "stop_early", "stop_kept"]
 
@@ -320,12 +331,21 @@ class _Worker:
     def ahead(self, files: Ahead | None) -> None:
         """Have the worker tag these files before their jobs come (`tagworker._tag_ahead`;
         nothing answers), until they come; None: forget what it made ahead (a run done with
-        it) and stop making more."""
+        it) and stop making more. A worker just started: the message is cut to the first
+        files that leave it room in the pipe, so writing it never waits for the worker."""
         self.tagging_ahead = files is not None
         self.made_ahead = files is not None
-        if self.proc.stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                send(self.proc.stdin.fileno(), (AHEAD, files))
+        if self.proc.stdin is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            fd = self.proc.stdin.fileno()
+            if files is not None:
+                room = room_in(fd) - _ROOM_KEPT
+                while (
+                    files[3] and len(pickle.dumps((AHEAD, files), pickle.HIGHEST_PROTOCOL)) > room
+                ):
+                    files = (*files[:3], files[3][: len(files[3]) // 2])
+            send(fd, (AHEAD, files))
 
     def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
         """Send the jobs and take the answers, each from a thread of its own. The input
@@ -397,9 +417,9 @@ class _Worker:
         (`_keep`) when it is alive and owes nothing (never fed, or all its answers were
         taken), else stopped."""
         if self.owed <= 0 and self.proc.poll() is None:
-            self.set_idle(True)  # waited for at the end, it may not be
             if self.made_ahead:  # its run is done with them, whether it asked or not
                 self.ahead(None)
+            self.set_idle(True)  # waited for at the end, it may not be
             _keep(self)
         else:
             self.stop()
@@ -495,13 +515,15 @@ def stop_kept() -> None:
 
 
 # What a first index's files to tag ahead (`early_worker`) may take of the worker's pipe: the
-# message is written where it starts, before anything else, and must fit in a pipe's
-# smallest capacity (Linux's 64 KiB) so that writing it never waits for the worker (idle,
+# message is written where it starts, before anything but the hint, and must fit in the
+# pipe (Linux's 64 KiB by default; `_Worker.ahead` cuts it to what the pipe holds, for a
+# user past the system's pipe limits) so that writing it never waits for the worker (idle,
 # on busy cores it may not read for a while). Their paths come to 300-400 files; the tags
 # of as many are what the worker holds for the run (mongoose's 301 files take 0.7 s of a
 # core, more than the stores' opening leaves).
 _AHEAD_BYTES = 48 * 1024
 _AHEAD_ENTRY = 32  # a file's pickled tuple beyond its strings' bytes, at most
+_ROOM_KEPT = 4096  # of the pipe, for the hint before it and the message's framing
 
 
 @contextlib.contextmanager
@@ -521,12 +543,17 @@ def early_worker(
             first: list[tuple[str, str, str]] = []
             size = 0
             for f in code:
-                size += len(f.path.encode()) + len(f.abs_path.encode()) + _AHEAD_ENTRY
+                size += _AHEAD_ENTRY + sum(
+                    len(p.encode("utf-8", "surrogatepass")) for p in (f.path, f.abs_path)
+                )
                 if size > _AHEAD_BYTES:
                     break
                 first.append((f.path, f.abs_path, f.language))
             asked = (*ahead, first)
-        start_early(ahead=asked)
+        sizes: Counter[str] = Counter()
+        for f in code:
+            sizes[f.language] += f.size
+        start_early(ahead=asked, languages=[name for name, _ in sizes.most_common()])
     try:
         yield
     finally:
@@ -534,7 +561,8 @@ def early_worker(
 
 
 def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None,
-                ahead: Ahead | None = None) -> _Worker | None:  # fmt: skip
+                ahead: Ahead | None = None, languages: Sequence[str] = ()
+                ) -> _Worker | None:  # fmt: skip
     """Start a tags worker now, before the run that may take it opens its stores: its start
     (an interpreter and its imports, 0.03-0.05 s of a core) then overlaps that opening
     (about 0.45 s of one core in a fresh `memserver index` on click: LanceDB's import, the
@@ -543,7 +571,8 @@ def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None,
     compile their tags queries while the run reads its files; a run that wants none (too
     little changed code, busy cores) stops it when its tagger closes, and so does
     `stop_early` (`early_worker`'s end, or the interpreter's). `ahead`: files it tags
-    meanwhile (`_Worker.ahead`), asked before any run can take it. Only on two cores or
+    meanwhile (`_Worker.ahead`), asked before any run can take it, after the tags queries
+    of `languages` (told first: the run's hint would stop the tagging ahead). Only on two cores or
     more, and a load average (the last minute's; `loadavg`, default the system's) below
     them: on busy cores a worker would not be taken. None while an earlier run's worker is
     kept: the run takes that one. The worker started, if any."""
@@ -555,6 +584,7 @@ def start_early(loadavg: Callable[[], tuple[float, float, float]] | None = None,
     worker = _Worker.spawn()
     if worker is not None:
         if ahead is not None:
+            worker.hint(languages)
             worker.ahead(ahead)
         with _POOL:
             _EARLY.append(worker)

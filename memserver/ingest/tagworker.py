@@ -27,8 +27,8 @@ from indexers.treesitter.registry import tags_queries
 from memserver.store.graphpart import graph_part
 
 __all__ = [
-    "AHEAD", "HINT", "PIPE_BYTES", "Ahead", "Inbox", "Job", "messages", "rows", "send",
-    "serve_stdio", "widen",
+    "AHEAD", "HINT", "PIPE_BYTES", "Ahead", "Inbox", "Job", "messages", "room_in", "rows",
+    "send", "serve_stdio", "widen",
 ]  # fmt: skip
 
 Job = tuple[str, str, str]  # (path, text, language)
@@ -63,6 +63,15 @@ def widen(fd: int) -> None:
         import fcntl
 
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+
+
+def room_in(fd: int) -> int:
+    """What the pipe at `fd` holds (Linux says; elsewhere the least a pipe holds, 4 KiB)."""
+    with contextlib.suppress(ImportError, AttributeError, OSError):  # fcntl: not on Windows
+        import fcntl
+
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+    return 4096
 
 
 def send(fd: int, value: object) -> None:

@@ -431,14 +431,14 @@ class IndexStore:
             ldb.compact([t for t in tables if ldb.worth_compacting(t)])
 
     def housekeep(self, older_than: timedelta) -> None:
-        """Compact the tables worth it (`ldb.worth_compacting`: enough small fragments or
-        deleted rows) and drop their versions older than `older_than`, so a long-watched
+        """Compact the tables worth it (`ldb.worth_compacting`: enough small fragments,
+        deleted rows or versions older than `older_than`) and drop those versions, so a long-watched
         index does not pile up versions (a reader still on one that old would lose it); a
         table with few fragments keeps its few versions until it has more. Give the code
         graph its lookup B-trees once it needs them (one grown large under the watcher,
         whose batches run no index run's maintenance)."""
         with lance_errors("compact the tables and drop old versions"):
-            tables = [t for t in self._tables.values() if ldb.worth_compacting(t)]
+            tables = [t for t in self._tables.values() if ldb.worth_compacting(t, older_than)]
             ldb.housekeep(tables, older_than)
         self.graph.ensure_indexes()
 

@@ -435,32 +435,33 @@ _AT_ONCE = 2
 
 # A table is worth compacting once it holds this many fragments of LanceDB's "small" (an add
 # or an update makes one), once more than this share of its rows is deleted (LanceDB's own
-# threshold for rewriting a fragment's deletions, here over the whole table: a fragment's own
-# share is not in the statistics), or once it holds this many versions (deletes and index
-# rebuilds add versions, not fragments; compacting also drops those older than the caller's
-# margin, and the files only they hold). Compaction merges every fragment below its target,
-# so a table of one large fragment and a new small one is rewritten whole, each run that
-# changed anything; reads of a few fragments cost no more than of one, and rows written since
-# an index was built are searched beside it until then.
+# threshold for rewriting a fragment's deletions, here over the whole table), or, where
+# compacting also drops versions older than a margin, once this many versions are older
+# than it (deletes and index rebuilds add versions, not fragments, and the files only old
+# versions hold stay until then). Compaction merges every fragment below its target, so a
+# table of one large fragment and a new small one is rewritten whole, each run that changed
+# anything; reads of a few fragments cost no more than of one, and rows written since an
+# index was built are searched beside it until then.
 _SMALL_FRAGMENTS = 8
 _DELETED_SHARE = 0.1
 _VERSIONS = 20
 
 
-def worth_compacting(table: Table) -> bool:
-    """Whether compacting `table` would rewrite or drop enough to matter (see
-    `_SMALL_FRAGMENTS`): read from the manifest's statistics and the versions' list, without
-    a scan. Deleted rows are estimated from the fragments' mean length (rounded down: a few
-    may be missed, never invented)."""
-    stats = table.stats()
-    fragments = stats["fragment_stats"]
-    if int(fragments["num_small_fragments"]) >= _SMALL_FRAGMENTS:
+def worth_compacting(table: Table, older_than: timedelta | None = None) -> bool:
+    """Whether compacting `table` (and dropping its versions older than `older_than`, when
+    given) would rewrite or drop enough to matter (see `_SMALL_FRAGMENTS`): read from the
+    manifests' statistics, without a scan."""
+    if int(table.stats()["fragment_stats"]["num_small_fragments"]) >= _SMALL_FRAGMENTS:
         return True
-    held = int(fragments["lengths"]["mean"]) * int(fragments["num_fragments"])
-    deleted = held - int(stats["num_rows"])
-    if held > 0 and deleted > _DELETED_SHARE * held:
+    listed = table.list_versions()
+    latest = max(listed, key=lambda v: int(v["version"]))["metadata"]
+    held = int(latest.get("total_data_file_rows", 0))
+    if held > 0 and int(latest.get("total_deletion_file_rows", 0)) > _DELETED_SHARE * held:
         return True
-    return len(table.list_versions()) >= _VERSIONS
+    if older_than is None:
+        return False
+    before = datetime.now() - older_than  # LanceDB gives a version's time naive, local
+    return sum(1 for v in listed if v["timestamp"] < before) >= _VERSIONS
 
 
 def compact(tables: Sequence[Table]) -> None:

@@ -9,6 +9,7 @@ import contextvars
 import os
 import pickle
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -938,8 +939,6 @@ def test_files_tagged_ahead_answer_their_jobs_unless_their_text_changed(
 
 def _answer(fd: int) -> object:
     """The next message on `fd`, failing (not hanging) when none comes within a minute."""
-    import select
-
     from memserver.ingest.tagworker import messages
 
     assert select.select([fd], [], [], 60)[0], "no answer came"
@@ -959,6 +958,9 @@ def test_what_was_tagged_ahead_is_dropped_once_the_run_is_done(
     max_parse = ChunkOptions().max_parse_bytes
     feed, answers, tagged, join = _serving(monkeypatch)
     send(feed, (AHEAD, (str(root.resolve()), 1_000_000, max_parse, walked)))
+    deadline = time.monotonic() + 60
+    while len(tagged) < len(files) and time.monotonic() < deadline:
+        time.sleep(0.01)  # all of them made ahead
     send(feed, (AHEAD, None))
     send(feed, (max_parse, files))
     os.close(feed)
@@ -966,7 +968,7 @@ def test_what_was_tagged_ahead_is_dropped_once_the_run_is_done(
     join()
     os.close(answers)
     assert got == _expected(files)
-    assert tagged[-len(files) :] == [(name, text) for name, text, _ in files]  # anew
+    assert tagged == 2 * [(name, text) for name, text, _ in files]  # ahead, then anew
 
 
 def test_a_worker_kept_after_tagging_ahead_is_told_to_drop_it(
@@ -988,6 +990,7 @@ def test_a_worker_kept_after_tagging_ahead_is_told_to_drop_it(
         assert sent[0][0] == "ahead" and sent[1:] == [("ahead", None)]  # type: ignore[index]
     finally:
         tagging.stop_kept()
+        worker.stop()
 
 
 def test_the_files_tagged_ahead_fit_in_a_pipe_whatever_the_tree(
@@ -997,18 +1000,44 @@ def test_the_files_tagged_ahead_fit_in_a_pipe_whatever_the_tree(
     files a first index has, it fits in a pipe's smallest capacity, the walk's first ones."""
     from memserver.core.types import SourceFile
 
+    if os.name != "posix":
+        pytest.skip("nothing is tagged ahead where a worker cannot see its jobs waiting")
     asked: list[object] = []
-    monkeypatch.setattr(tagging, "start_early",
-                        lambda loadavg=None, ahead=None: asked.append(ahead))  # fmt: skip
-    deep = "/".join(["folder"] * 20)
-    files = [SourceFile(f"{deep}/m{n}.py", str(tmp_path / deep / f"m{n}.py"), 10**6, 0, "python")
+
+    def start_early(loadavg: object = None, ahead: object = None, languages: object = ()) -> None:
+        asked.append(ahead)
+
+    monkeypatch.setattr(tagging, "start_early", start_early)
+    deep = "/".join(["dossier-\u00e9t\u00e9"] * 12)  # non-ASCII: more bytes than characters
+    root = "/" + "r\udcff" * 1_300  # a root not UTF-8 (a surrogate), 4 KB
+    files = [SourceFile(f"{deep}/m{n}.py", f"{root}/{deep}/m{n}.py", 10**6, 0, "python")
              for n in range(5_000)]  # fmt: skip
-    with tagging.early_worker(files, 1, ("/root", 1, 1)):
+    with tagging.early_worker(files, 1, (root, 1, 1)):
         pass
-    [(root, _, _, first)] = asked  # type: ignore[misc]
-    assert root == "/root" and 0 < len(first) < len(files)
+    [(given, _, _, first)] = asked  # type: ignore[misc]
+    assert given == root and 0 < len(first) < len(files)
     assert [f[0] for f in first] == [f.path for f in files[: len(first)]]
     assert len(pickle.dumps(("ahead", asked[0]), pickle.HIGHEST_PROTOCOL)) < 64 * 1024
+
+
+def test_the_files_tagged_ahead_are_cut_to_what_the_worker_s_pipe_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pipe the system would not widen (a user past its pipe limits) holds less: the
+    message is cut to fit it, the walk's first files, so writing it never waits."""
+    sent: list[object] = []
+    monkeypatch.setattr(tagging, "send", lambda fd, value: sent.append(value))
+    monkeypatch.setattr(tagging, "room_in", lambda fd: 8 * 1024)
+    worker = tagging._Worker.spawn()
+    assert worker is not None
+    try:
+        files = [(f"pkg/m{n}.py", f"/root/pkg/m{n}.py", "python") for n in range(1_000)]
+        worker.ahead(("/root", 1, 1, files))
+    finally:
+        worker.stop()
+    [(_, (_, _, _, first))] = sent  # type: ignore[misc]
+    assert 0 < len(first) < len(files) and first == files[: len(first)]
+    assert len(pickle.dumps(sent[0], pickle.HIGHEST_PROTOCOL)) <= 8 * 1024 - 4096
 
 
 def test_tagging_ahead_gives_way_to_what_comes(tmp_path: Path) -> None:
@@ -1091,7 +1120,9 @@ def test_a_live_child_counted_as_own_is_not_other_work() -> None:
     child = subprocess.Popen([sys.executable, "-c", busy], stdout=subprocess.PIPE, text=True)
     try:
         before = cpuload.sample()
-        assert child.stdout is not None and child.stdout.readline() == "done\n"
+        assert child.stdout is not None
+        assert select.select([child.stdout], [], [], 120)[0], "the child never finished"
+        assert child.stdout.readline() == "done\n"
         uncounted = cpuload.sample()
         cpuload.count_as_own(child.pid)
         counted = cpuload.sample()

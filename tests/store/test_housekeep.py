@@ -100,3 +100,21 @@ def test_an_index_run_compacts_only_the_tables_worth_it(tmp_path: Path) -> None:
     store = engine.open_store()
     assert _fragments(store.table("chunks")) == 1
     assert store.chunks.count_rows() == 3 + ldb._SMALL_FRAGMENTS
+
+
+def test_a_table_with_many_versions_older_than_the_margin_is_worth_compacting(
+    tmp_path: Path,
+) -> None:
+    """Deletes add versions, not fragments: once twenty are older than the margin,
+    compacting (which drops them) is worth it; younger ones it could not drop."""
+    table = ldb.open_table(ldb.connect(tmp_path), "t", _SCHEMA, create=True)
+    assert table is not None
+    ldb.add(table, [{"id": str(r), "n": r} for r in range(1_000)])
+    for n in range(ldb._VERSIONS):
+        table.delete(f"n = {n}")  # a row of a thousand each: a version, no fragment
+    assert _fragments(table) == 1
+    assert not ldb.worth_compacting(table, timedelta(minutes=10))
+    assert not ldb.worth_compacting(table)  # compacting alone drops no version
+    assert ldb.worth_compacting(table, timedelta(0))
+    ldb.housekeep([table], timedelta(0))
+    assert len(ldb.versions(table)) == 1 and not ldb.worth_compacting(table, timedelta(0))
