@@ -908,15 +908,15 @@ def _serving(monkeypatch: pytest.MonkeyPatch) -> Serving:
     return feed, answers, tagged, join
 
 
-def test_files_tagged_ahead_answer_their_jobs_unless_their_text_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A first index's files are tagged before their jobs come; a job of the same text is
-    answered with those tags (not tagged again), one whose file changed in between is
-    tagged from the run's text, and every answer is what tagging here gives."""
+def _all_made_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, languages: tuple[str, ...]
+) -> tuple[list[tuple[str, str, str]], int, list[tuple[str, str]], Callable[..., object]]:
+    """A tree of these languages' fixtures, and the worker's loop (`_serving`) asked to tag
+    it ahead, once it has: (the files as jobs, the parse limit, the files it tagged, a
+    function sending messages and giving the answer to the last, its input then closed)."""
     from memserver.ingest.tagworker import AHEAD
 
-    files = _files(1, ("python", "javascript"))
+    files = _files(1, languages)
     root = _tree(tmp_path / "repo", files)
     walked = [(name, str(root / name), language) for name, _, language in files]
     max_parse = ChunkOptions().max_parse_bytes
@@ -926,14 +926,30 @@ def test_files_tagged_ahead_answer_their_jobs_unless_their_text_changed(
     while len(tagged) < len(files) and time.monotonic() < deadline:
         time.sleep(0.01)  # its reading and tagging ahead, all of it
     assert [path for path, _ in tagged] == [name for name, _, _ in files]
+
+    def then(*messages: object) -> object:
+        for message in messages:
+            send(feed, message)
+        os.close(feed)
+        got = _answer(answers)
+        join()
+        os.close(answers)
+        return got
+
+    return files, max_parse, tagged, then
+
+
+def test_files_tagged_ahead_answer_their_jobs_unless_their_text_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first index's files are tagged before their jobs come; a job of the same text is
+    answered with those tags (not tagged again), one whose file changed in between is
+    tagged from the run's text, and every answer is what tagging here gives."""
+    files, max_parse, tagged, then = _all_made_ahead(tmp_path, monkeypatch,
+                                                     ("python", "javascript"))  # fmt: skip
     changed = files[-1][1] + "\n\ndef added_later():\n    return 1\n"
     jobs = [*files[:-1], (files[-1][0], changed, files[-1][2])]
-    send(feed, (max_parse, jobs))
-    os.close(feed)
-    got = _answer(answers)
-    join()
-    os.close(answers)
-    assert got == _expected(jobs)
+    assert then((max_parse, jobs)) == _expected(jobs)
     assert tagged[len(files) :] == [(files[-1][0], changed)]  # only the changed file again
 
 
@@ -952,22 +968,8 @@ def test_what_was_tagged_ahead_is_dropped_once_the_run_is_done(
     job of the same text is tagged anew, nothing is held."""
     from memserver.ingest.tagworker import AHEAD
 
-    files = _files(1, ("python",))
-    root = _tree(tmp_path / "repo", files)
-    walked = [(name, str(root / name), language) for name, _, language in files]
-    max_parse = ChunkOptions().max_parse_bytes
-    feed, answers, tagged, join = _serving(monkeypatch)
-    send(feed, (AHEAD, (str(root.resolve()), 1_000_000, max_parse, walked)))
-    deadline = time.monotonic() + 60
-    while len(tagged) < len(files) and time.monotonic() < deadline:
-        time.sleep(0.01)  # all of them made ahead
-    send(feed, (AHEAD, None))
-    send(feed, (max_parse, files))
-    os.close(feed)
-    got = _answer(answers)
-    join()
-    os.close(answers)
-    assert got == _expected(files)
+    files, max_parse, tagged, then = _all_made_ahead(tmp_path, monkeypatch, ("python",))
+    assert then((AHEAD, None), (max_parse, files)) == _expected(files)
     assert tagged == 2 * [(name, text) for name, text, _ in files]  # ahead, then anew
 
 
