@@ -303,7 +303,7 @@ class Engine:
         ahead = (os.path.realpath(self.root), self.settings.index.max_file_bytes,
                  self.settings.chunking.max_parse_bytes) if first else None  # fmt: skip
         with early_worker(walked.files, self.settings.index.graph_workers, ahead):
-            if not rebuild and (self.index_dir / "meta.json").exists():
+            if not first:
                 from memserver.store.index import drop_reshaped_graph
 
                 drop_reshaped_graph(self.index_dir, self.lock_timeout)  # older: again

@@ -38,7 +38,6 @@ import contextlib
 import contextvars
 import json
 import os
-import pickle
 import queue
 import subprocess
 import sys
@@ -332,7 +331,8 @@ class _Worker:
         """Have the worker tag these files before their jobs come (`tagworker._tag_ahead`;
         nothing answers), until they come; None: forget what it made ahead (a run done with
         it) and stop making more. A worker just started: the message is cut to the first
-        files that leave it room in the pipe, so writing it never waits for the worker."""
+        files that fit in `_AHEAD_BYTES` and in its pipe (`room_in`: a user past the
+        system's pipe limits gets a smaller one), so writing it never waits for the worker."""
         self.tagging_ahead = files is not None
         self.made_ahead = files is not None
         if self.proc.stdin is None:
@@ -340,11 +340,15 @@ class _Worker:
         with contextlib.suppress(OSError, ValueError):
             fd = self.proc.stdin.fileno()
             if files is not None:
-                room = room_in(fd) - _ROOM_KEPT
-                while (
-                    files[3] and len(pickle.dumps((AHEAD, files), pickle.HIGHEST_PROTOCOL)) > room
-                ):
-                    files = (*files[:3], files[3][: len(files[3]) // 2])
+                root, cap, parse_cap, named = files
+                room = min(_AHEAD_BYTES, room_in(fd) - _ROOM_KEPT - _bytes(root))
+                first: list[tuple[str, str, str]] = []
+                for entry in named:
+                    room -= _AHEAD_ENTRY + _bytes(entry[0]) + _bytes(entry[1])
+                    if room < 0:
+                        break
+                    first.append(entry)
+                files = (root, cap, parse_cap, first)
             send(fd, (AHEAD, files))
 
     def feed(self, options: ChunkOptions, jobs: Sequence[Job]) -> None:
@@ -526,6 +530,11 @@ _AHEAD_ENTRY = 32  # a file's pickled tuple beyond its strings' bytes, at most
 _ROOM_KEPT = 4096  # of the pipe, for the hint before it and the message's framing
 
 
+def _bytes(text: str) -> int:
+    """What `text` takes pickled (UTF-8, a lone surrogate as it is)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 @contextlib.contextmanager
 def early_worker(
     files: Sequence[SourceFile], workers: int, ahead: tuple[str, int, int] | None = None
@@ -534,22 +543,13 @@ def early_worker(
     when `files` (a walk's) hold enough code for one (`MIN_CHARS`) were all of it changed
     and `workers` allow one; stopped on the way out unless the run took it. `ahead`, for a
     run that will cut every file (a first index): (the root's real path, the largest file
-    read, the largest file parsed), and the worker tags the first code files (up to
-    `_AHEAD_BYTES` of their paths) while the stores open (`tagworker._tag_ahead`)."""
+    read, the largest file parsed), and the worker tags the first code files (those
+    `_Worker.ahead` has room for) while the stores open (`tagworker._tag_ahead`)."""
     code = [f for f in files if f.language in CODE_LANGUAGES]
     if workers > 0 and sum(f.size for f in code) >= MIN_CHARS:
         asked = None
         if ahead is not None and os.name == "posix":  # where the worker can see jobs wait
-            first: list[tuple[str, str, str]] = []
-            size = 0
-            for f in code:
-                size += _AHEAD_ENTRY + sum(
-                    len(p.encode("utf-8", "surrogatepass")) for p in (f.path, f.abs_path)
-                )
-                if size > _AHEAD_BYTES:
-                    break
-                first.append((f.path, f.abs_path, f.language))
-            asked = (*ahead, first)
+            asked = (*ahead, [(f.path, f.abs_path, f.language) for f in code])
         sizes: Counter[str] = Counter()
         for f in code:
             sizes[f.language] += f.size

@@ -1004,22 +1004,20 @@ def test_the_files_tagged_ahead_fit_in_a_pipe_whatever_the_tree(
 
     if os.name != "posix":
         pytest.skip("nothing is tagged ahead where a worker cannot see its jobs waiting")
-    asked: list[object] = []
-
-    def start_early(loadavg: object = None, ahead: object = None, languages: object = ()) -> None:
-        asked.append(ahead)
-
-    monkeypatch.setattr(tagging, "start_early", start_early)
+    sent: list[object] = []
+    monkeypatch.setattr(tagging, "send", lambda fd, value: sent.append(value))
+    monkeypatch.setattr(tagging, "_LOADAVG", idle)
     deep = "/".join(["dossier-\u00e9t\u00e9"] * 12)  # non-ASCII: more bytes than characters
     root = "/" + "r\udcff" * 1_300  # a root not UTF-8 (a surrogate), 4 KB
     files = [SourceFile(f"{deep}/m{n}.py", f"{root}/{deep}/m{n}.py", 10**6, 0, "python")
              for n in range(5_000)]  # fmt: skip
-    with tagging.early_worker(files, 1, (root, 1, 1)):
+    with tagging.early_worker(files, 1, (root, 1, 1)):  # the real worker, started early
         pass
-    [(given, _, _, first)] = asked  # type: ignore[misc]
+    asked = [m for m in sent if m[0] == "ahead"]  # type: ignore[index]
+    [(_, (given, _, _, first))] = asked  # type: ignore[misc]
     assert given == root and 0 < len(first) < len(files)
     assert [f[0] for f in first] == [f.path for f in files[: len(first)]]
-    assert len(pickle.dumps(("ahead", asked[0]), pickle.HIGHEST_PROTOCOL)) < 64 * 1024
+    assert len(pickle.dumps(asked[0], pickle.HIGHEST_PROTOCOL)) < 64 * 1024
 
 
 def test_the_files_tagged_ahead_are_cut_to_what_the_worker_s_pipe_holds(
