@@ -1,3 +1,3 @@
-from memserver.cli import main
+from memserver.cli import run
 
-main()
+run()

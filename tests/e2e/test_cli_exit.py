@@ -1,0 +1,93 @@
+"""How the `memserver` command ends (`cli.run`): once its work is done, at once (no teardown
+of the interpreter's modules), with its output, its status and the exit handlers; with
+Python's own end while another thread still works."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# Run as a script in a process of its own: `sys.argv[1:]` is the command's arguments. A
+# global whose deletion prints "torn down" shows whether the interpreter tore its modules
+# down (Python's own end) or not (the quick end); an exit handler prints "exit handler ran".
+_SCRIPT = """
+import atexit, sys, threading, time
+from pathlib import Path
+
+class Teardown:
+    def __del__(self):
+        sys.stderr.write("torn down\\n")
+
+held = Teardown()
+atexit.register(lambda: sys.stderr.write("exit handler ran\\n"))
+if sys.argv[1] == "--busy-thread":  # a thread that writes a file after the command ends
+    target = Path(sys.argv[2])
+    def work():
+        time.sleep(0.3)
+        target.write_text("done")
+    threading.Thread(target=work).start()
+    del sys.argv[1:3]
+from memserver.cli import run
+sys.argv[0] = "memserver"
+run()
+"""
+
+
+def _memserver(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _SCRIPT, *args], cwd=cwd, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+
+
+def test_a_command_ends_at_once_with_its_output_status_and_exit_handlers(
+    sample_repo: Path, tmp_path: Path
+) -> None:
+    index_dir = tmp_path / "index"
+    done = _memserver(str(sample_repo), "--index-dir", str(index_dir), "--embedder", "none",
+                      "--json", cwd=tmp_path)  # fmt: skip
+    # `memserver PATH` is not a command: the usage error's status and message
+    assert done.returncode == 2 and "No such command" in done.stderr
+    done = _memserver("index", str(sample_repo), "--index-dir", str(index_dir), "--embedder",
+                      "none", "--json", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)  # the whole summary, flushed
+    assert report["files_indexed"] > 0 and report["chunks_total"] > 0
+    assert "exit handler ran" in done.stderr
+    assert "torn down" not in done.stderr  # ended before Python's teardown
+    status = _memserver("status", "--index-dir", str(index_dir), "--json", cwd=tmp_path)
+    assert status.returncode == 0 and json.loads(status.stdout)["chunks"] == report["chunks_total"]
+
+
+def test_an_error_keeps_its_message_hint_and_status(tmp_path: Path) -> None:
+    done = _memserver("status", "--index-dir", str(tmp_path / "none"), cwd=tmp_path)
+    assert done.returncode == 3
+    assert "error: no index at" in done.stderr and "hint:" in done.stderr
+    assert "exit handler ran" in done.stderr and "torn down" not in done.stderr
+
+
+def test_a_thread_still_working_is_waited_for(tmp_path: Path) -> None:
+    target = tmp_path / "written-after"
+    done = _memserver("--busy-thread", str(target), "status", "--index-dir",
+                      str(tmp_path / "none"), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 3 and "error: no index at" in done.stderr
+    assert target.read_text() == "done"  # its work was not cut short
+    assert "exit handler ran" in done.stderr and "torn down" in done.stderr  # Python's end
+
+
+def test_a_message_status_and_an_output_that_cannot_be_flushed(tmp_path: Path) -> None:
+    said = subprocess.run(
+        [sys.executable, "-c", "from memserver.cli import _quick_exit; _quick_exit('gone')"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert said.returncode == 1 and said.stderr.strip() == "gone"
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    unflushed = subprocess.run(
+        [sys.executable, "-c", "import os; from memserver.cli import _quick_exit; "
+         "print('held', end=''); os.close(1); _quick_exit(0)"],
+        capture_output=True, text=True, timeout=60, env=buffered,
+    )  # fmt: skip
+    assert unflushed.returncode == 120 and unflushed.stdout == ""
