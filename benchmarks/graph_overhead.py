@@ -314,20 +314,22 @@ _WORKER_USED = "graph-overhead: tags from a worker"
 
 
 def _child(variant: str, tree: str, index_dir: str) -> None:
-    """What `_cli_run` runs: the command line's `index`, without the graph if asked."""
-    from memserver.cli import main as command
+    """What `_cli_run` runs: the command line's `index` as the `memserver` command runs it
+    (`cli.run`: it ends as soon as its work is done), without the graph if asked."""
+    import atexit
 
-    args = ["index", tree, "--index-dir", index_dir, "--embedder", "none", "--json"]
+    from memserver.cli import run
+
+    sys.argv = ["memserver", "index", tree, "--index-dir", index_dir, "--embedder", "none",
+                "--json"]  # fmt: skip
     if variant == "without":
         with _without_graph():
-            command.main(args=args)
+            run()
         return
+    # said before the command ends (its exit handlers run, the output is flushed)
+    atexit.register(lambda: SPAWNED and print(_WORKER_USED, file=sys.stderr))
     with _forced_worker(False):  # counted, not forced
-        try:
-            command.main(args=args)
-        finally:
-            if SPAWNED:
-                print(_WORKER_USED, file=sys.stderr)
+        run()
 
 
 def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
