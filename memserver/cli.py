@@ -1112,10 +1112,8 @@ def run() -> None:
     import alone brings about 700 modules (its namespace clients among them), and their
     teardown takes 0.2 s after the work is done (from the last exit handler to the
     process's end: 0.21 s after `import lancedb`, 0.004 s for a bare interpreter), a
-    sixth of a small project's first `memserver index`. So once the command is done, and
-    no thread but daemons still runs (another's work is waited for, as Python's end
-    does), the exit handlers run (a kept tags worker is stopped), the output is flushed,
-    and the process ends there (`os._exit`) with the command's status."""
+    sixth of a small project's first `memserver index`. So once the command is done, the
+    process ends as Python's own end would, but for that teardown (`_quick_exit`)."""
     try:
         main()  # standalone: ends by SystemExit, with the command's status
     except SystemExit as end:
@@ -1126,28 +1124,49 @@ def run() -> None:
 
 
 def _quick_exit(code: object) -> None:
+    """End the process as Python's own end does, but for its teardown: the other threads'
+    work is waited for (`threading._shutdown`: executors' idle workers told to end, every
+    thread but daemons joined), the exit handlers run, the output is flushed, and the
+    status is the command's. Python's own end is taken instead where it cannot be done
+    the same way (no such hooks), or where a tracer or profiler waits to see it
+    (`python -m cProfile`, coverage, a debugger)."""
     import atexit
     import os
     import threading
 
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
-           if t is not threading.main_thread()):  # fmt: skip
-        raise SystemExit(code)  # their work ends first, as Python's own end waits for it
+    shutdown = getattr(threading, "_shutdown", None)
+    exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if shutdown is None or exit_handlers is None or _traced():
+        raise SystemExit(code)
     if code is None:
         status = 0
     elif isinstance(code, int):
-        status = code
-    else:  # a message: printed, status 1 (as Python's own end does)
-        print(code, file=sys.stderr)
+        status = code & 0xFF  # as the system keeps it
+    else:  # a message: said on stderr, status 1 (as Python's own end does)
+        said = sys.stderr or sys.__stderr__
+        if said is not None:
+            print(code, file=said)
         status = 1
-    atexit._run_exitfuncs()
+    shutdown()
+    exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
-            if stream is not None:
+            if stream is not None and not stream.closed:
                 stream.flush()
-        except (OSError, ValueError):  # a reader gone (`| head`), a closed stream
+        except OSError:  # a reader gone (`| head`), a full disk
             status = status or 120  # what Python's own end says when it cannot flush
+        except ValueError:  # closed meanwhile: nothing to flush
+            pass
     os._exit(status)
+
+
+def _traced() -> bool:
+    """Whether a tracer or profiler watches this process (they write what they saw at
+    Python's own end)."""
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12's tools (coverage)
+    return monitoring is not None and any(monitoring.get_tool(i) for i in range(6))
 
 
 __all__ = ["main", "run"]

@@ -1,11 +1,13 @@
 """How the `memserver` command ends (`cli.run`): once its work is done, at once (no teardown
-of the interpreter's modules), with its output, its status and the exit handlers; with
-Python's own end while another thread still works."""
+of the interpreter's modules), with its output, its status and the exit handlers, after
+the work of its other threads; with Python's own end under a profiler (it writes its
+stats then)."""
 
 from __future__ import annotations
 
 import json
 import os
+import pstats
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ from pathlib import Path
 _SCRIPT = """
 import atexit, sys, threading, time
 from pathlib import Path
+import memserver.cli as cli
 
 class Teardown:
     def __del__(self):
@@ -23,16 +26,23 @@ class Teardown:
 
 held = Teardown()
 atexit.register(lambda: sys.stderr.write("exit handler ran\\n"))
-if sys.argv[1] == "--busy-thread":  # a thread that writes a file after the command ends
-    target = Path(sys.argv[2])
+if sys.argv[1] == "--busy-thread":  # a thread that writes a file once the command is done
+    target, done = Path(sys.argv[2]), threading.Event()
     def work():
+        done.wait()
         time.sleep(0.3)
         target.write_text("done")
     threading.Thread(target=work).start()
+    command = cli.main
+    def main():
+        try:
+            command()
+        finally:
+            done.set()
+    cli.main = main
     del sys.argv[1:3]
-from memserver.cli import run
 sys.argv[0] = "memserver"
-run()
+cli.run()
 """
 
 
@@ -60,6 +70,18 @@ def test_a_command_ends_at_once_with_its_output_status_and_exit_handlers(
     assert "torn down" not in done.stderr  # ended before Python's teardown
     status = _memserver("status", "--index-dir", str(index_dir), "--json", cwd=tmp_path)
     assert status.returncode == 0 and json.loads(status.stdout)["chunks"] == report["chunks_total"]
+    # recall's searches leave idle pool threads (not daemons): told to end, then the quick end
+    found = _memserver("recall", "def", "--index-dir", str(index_dir), "--json", cwd=tmp_path)
+    assert found.returncode == 0 and json.loads(found.stdout)["evidence"]
+    assert "exit handler ran" in found.stderr and "torn down" not in found.stderr
+    stats = tmp_path / "status.prof"  # a profiler writes what it saw at Python's own end
+    profiled = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "memserver", "status",
+         "--index-dir", str(index_dir)], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert profiled.returncode == 0 and "chunks" in profiled.stdout
+    assert pstats.Stats(str(stats)).total_calls > 0
 
 
 def test_an_error_keeps_its_message_hint_and_status(tmp_path: Path) -> None:
@@ -75,7 +97,13 @@ def test_a_thread_still_working_is_waited_for(tmp_path: Path) -> None:
                       str(tmp_path / "none"), cwd=tmp_path)  # fmt: skip
     assert done.returncode == 3 and "error: no index at" in done.stderr
     assert target.read_text() == "done"  # its work was not cut short
-    assert "exit handler ran" in done.stderr and "torn down" in done.stderr  # Python's end
+    assert "exit handler ran" in done.stderr and "torn down" not in done.stderr
+
+
+def test_the_module_runs_the_command(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "memserver", "--version"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and "version" in done.stdout
 
 
 def test_a_message_status_and_an_output_that_cannot_be_flushed(tmp_path: Path) -> None:
@@ -84,6 +112,11 @@ def test_a_message_status_and_an_output_that_cannot_be_flushed(tmp_path: Path) -
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert said.returncode == 1 and said.stderr.strip() == "gone"
+    wrapped = subprocess.run(
+        [sys.executable, "-c", "from memserver.cli import _quick_exit; _quick_exit(256 + 7)"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert wrapped.returncode == 7  # as the system keeps a status
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     unflushed = subprocess.run(
         [sys.executable, "-c", "import os; from memserver.cli import _quick_exit; "
