@@ -6,8 +6,11 @@ Commands are thin: parse, call one Engine method, format. Data goes to stdout
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import threading
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -617,7 +620,6 @@ def watch(path: str | None, root_opt: str | None, index_dir: str | None, as_json
     Stop with Ctrl-C (the batch in progress finishes first).
     """
     import logging
-    import threading
 
     engine = _engine(path or root_opt, index_dir)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -684,8 +686,6 @@ def ui(root_opt: str | None, index_dir: str | None, host: str, port: int, no_ope
     token in $MEMSERVER_TOKEN every request needs it (the printed address carries it).
     Opens the browser when run from a terminal. Every change is logged with actor `ui`.
     """
-    import os
-
     from memserver.ui.serve import serve_ui
 
     serve_ui(
@@ -1128,42 +1128,47 @@ def _quick_exit(code: object) -> None:
     work is waited for (`threading._shutdown`: executors' idle workers told to end, every
     thread but daemons joined), the exit handlers run, the output is flushed, and the
     status is the command's. Python's own end is taken instead where it cannot be done
-    the same way (no such hooks), or where a tracer or profiler waits to see it
-    (`python -m cProfile`, coverage, a debugger)."""
+    the same way (no such hooks, not the main thread), or where something waits to see it
+    (a tracer or profiler: `python -m cProfile`, coverage, a debugger; `python -i`)."""
     import atexit
-    import os
-    import threading
+    import traceback
 
     shutdown = getattr(threading, "_shutdown", None)
     exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if shutdown is None or exit_handlers is None or _traced():
+    if shutdown is None or exit_handlers is None or _own_end_wanted():
         raise SystemExit(code)
     if code is None:
         status = 0
     elif isinstance(code, int):
-        status = code & 0xFF  # as the system keeps it
+        status = code if -(2**31) <= code < 2**31 else 255
     else:  # a message: said on stderr, status 1 (as Python's own end does)
-        said = sys.stderr or sys.__stderr__
-        if said is not None:
-            print(code, file=said)
+        with contextlib.suppress(OSError, ValueError):
+            print(code, file=sys.stderr or sys.__stderr__)
         status = 1
-    shutdown()
-    exit_handlers()
+    try:
+        shutdown()
+    except BaseException:  # Ctrl-C while waiting for them: said, and the end goes on
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    exit_handlers()  # (one that fails is said, and the rest run: as at Python's own end)
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None and not stream.closed:
                 stream.flush()
-        except OSError:  # a reader gone (`| head`), a full disk
-            status = status or 120  # what Python's own end says when it cannot flush
-        except ValueError:  # closed meanwhile: nothing to flush
-            pass
+        except Exception:  # a reader gone (`| head`), a full disk
+            status = 120  # what Python's own end says when it cannot flush
     os._exit(status)
 
 
-def _traced() -> bool:
-    """Whether a tracer or profiler watches this process (they write what they saw at
-    Python's own end)."""
+def _own_end_wanted() -> bool:
+    """Whether something waits for Python's own end: a tracer or profiler (they write what
+    they saw then), an interactive prompt after the command (`python -i`), or a caller
+    that is not the main thread (Python's end would wait for it)."""
     if sys.gettrace() is not None or sys.getprofile() is not None:
+        return True
+    if sys.flags.inspect or os.environ.get("PYTHONINSPECT"):
+        return True
+    if threading.current_thread() is not threading.main_thread():
         return True
     monitoring = getattr(sys, "monitoring", None)  # Python 3.12's tools (coverage)
     return monitoring is not None and any(monitoring.get_tool(i) for i in range(6))

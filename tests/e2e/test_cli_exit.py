@@ -33,6 +33,8 @@ if sys.argv[1] == "--busy-thread":  # a thread that writes a file once the comma
         time.sleep(0.3)
         target.write_text("done")
     threading.Thread(target=work).start()
+    said = lambda: sys.stderr.write(f"written before the exit handlers: {target.exists()}\\n")
+    atexit.register(said)
     command = cli.main
     def main():
         try:
@@ -42,6 +44,9 @@ if sys.argv[1] == "--busy-thread":  # a thread that writes a file once the comma
     cli.main = main
     del sys.argv[1:3]
 sys.argv[0] = "memserver"
+if sys.argv[1] == "--own-end":  # click's standalone end, then Python's own
+    del sys.argv[1]
+    cli.main()
 cli.run()
 """
 
@@ -89,6 +94,9 @@ def test_an_error_keeps_its_message_hint_and_status(tmp_path: Path) -> None:
     assert done.returncode == 3
     assert "error: no index at" in done.stderr and "hint:" in done.stderr
     assert "exit handler ran" in done.stderr and "torn down" not in done.stderr
+    own = _memserver("--own-end", "status", "--index-dir", str(tmp_path / "none"), cwd=tmp_path)
+    assert own.returncode == 3 and own.stderr.startswith(done.stderr.split("exit handler")[0])
+    assert "torn down" in own.stderr  # the marker the quick end leaves out, at Python's end
 
 
 def test_a_thread_still_working_is_waited_for(tmp_path: Path) -> None:
@@ -97,6 +105,7 @@ def test_a_thread_still_working_is_waited_for(tmp_path: Path) -> None:
                       str(tmp_path / "none"), cwd=tmp_path)  # fmt: skip
     assert done.returncode == 3 and "error: no index at" in done.stderr
     assert target.read_text() == "done"  # its work was not cut short
+    assert "written before the exit handlers: True" in done.stderr  # as Python's end orders them
     assert "exit handler ran" in done.stderr and "torn down" not in done.stderr
 
 
