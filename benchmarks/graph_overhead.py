@@ -45,7 +45,12 @@ phase is the `seconds_to_search` of its JSON summary. Such a run is longer than 
 paired share is given, for the keyword phase, the whole run, and the command (its process's
 start to its end, timed here): on a first index the worker tags files while the command
 opens its stores, before the run begins (`tagworker._tag_ahead`), which the command's time
-counts and the run's does not. Each run says whether a worker made its tags.
+counts and the run's does not. The command's time also holds the interpreter's start and
+the imports before `Engine.index`, the same code with the graph or without it, whose
+variation is as large as the graph's cost; so the index work is given too: from
+`Engine.index` (where the worker starts) to the process's end, each variant's patches
+applied only there, so the two windows hold the same work but the graph's. Each run says
+whether a worker made its tags.
 
 --floor also times runs without the graph beside a process in the idle scheduling class (as
 the tags worker runs) that only spins: what a second busy process costs the keyword phase
@@ -84,22 +89,24 @@ def _size(path: Path) -> int:
 
 @contextmanager
 def _without_graph() -> Iterator[None]:
-    """No tags made and no graph rows written (what indexing cost before the graph)."""
+    """No tags made and no graph rows written (what indexing cost before the graph): a
+    batch gives the store no file graphs. Nothing here imports the store (LanceDB), which
+    the command imports once its run begins, with the graph or without it."""
     from memserver.ingest import tagging
+    from memserver.ingest.pipeline import Indexer
     from memserver.ingest.tagging import Tagger
-    from memserver.store.index import IndexStore
 
-    tags, prepare, open_graphs = Tagger.tags, Tagger.prepare, IndexStore._open_graphs
+    tags, prepare, graphs = Tagger.tags, Tagger.prepare, Indexer._graphs
     early = tagging.start_early
     Tagger.tags = lambda self, files: iter(())  # type: ignore[method-assign]
     Tagger.prepare = lambda self, languages=(): None  # type: ignore[method-assign]
-    IndexStore._open_graphs = lambda self, c: []  # type: ignore[method-assign]
+    Indexer._graphs = lambda self, cut, tags: lambda: []  # type: ignore[method-assign]
     tagging.start_early = lambda loadavg=None, ahead=None, languages=(): None
     try:
         yield
     finally:
         Tagger.tags, Tagger.prepare = tags, prepare  # type: ignore[method-assign]
-        IndexStore._open_graphs = open_graphs  # type: ignore[method-assign]
+        Indexer._graphs = graphs  # type: ignore[method-assign]
         tagging.start_early = early
 
 
@@ -290,11 +297,14 @@ def measure(tree: Path, repeat: int, embedder: str, split: bool = False, floor: 
     }
 
 
-def _cli_run(tree: Path, variant: str) -> tuple[float, float, bool, float]:
+def _cli_run(tree: Path, variant: str) -> tuple[float, float, bool, float, float]:
     """One `memserver index` in a process of its own, as a user runs it ("default": the
     graph as the command makes it; "without": no graph): its keyword phase and the whole
-    run in seconds, whether a worker made its tags, and the command's own seconds (the
-    process's start to its end: what it did before the run too)."""
+    run in seconds, whether a worker made its tags, the command's own seconds (the
+    process's start to its end: what it did before the run too), and its index work's
+    (from `Engine.index`, where the worker starts, to the process's end: the command
+    without the interpreter's start and the imports before it, the same with the graph or
+    without it)."""
     env = {k: v for k, v in os.environ.items()
            if k in ("PATH", "HOME", "PYTHONPATH", "FASTEMBED_CACHE_PATH", "HF_HUB_OFFLINE")
            }  # fmt: skip
@@ -304,13 +314,35 @@ def _cli_run(tree: Path, variant: str) -> tuple[float, float, bool, float]:
             [sys.executable, __file__, "--child", variant, str(tree.resolve()), index_dir],
             env=env, cwd=index_dir, capture_output=True, text=True, check=True,
         )  # fmt: skip
-        command = time.perf_counter() - began  # not the index's deletion
+        ended = time.perf_counter()  # not the index's deletion
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     worker = _WORKER_USED in done.stderr
-    return float(summary["seconds_to_search"]), float(summary["seconds"]), worker, command
+    [indexing] = [float(line.removeprefix(_INDEXING)) for line in done.stderr.splitlines()
+                  if line.startswith(_INDEXING)]  # fmt: skip
+    return (float(summary["seconds_to_search"]), float(summary["seconds"]), worker,
+            ended - began, ended - indexing)  # fmt: skip
 
 
 _WORKER_USED = "graph-overhead: tags from a worker"
+# when the child's `Engine.index` began, on the clock `time.perf_counter` reads here too
+# (Linux: CLOCK_MONOTONIC, one for every process)
+_INDEXING = "graph-overhead: index began at "
+
+
+def _timed_index(variant: str) -> None:
+    """`Engine.index` says when it began, then runs with the variant's patches, applied
+    only then: whatever they import (the pipeline, the tagger) is inside the index work's
+    window with the graph or without it, as the command imports them there."""
+    from memserver.engine import Engine
+
+    index = Engine.index
+
+    def timed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        print(f"{_INDEXING}{time.perf_counter()!r}", file=sys.stderr, flush=True)
+        with _without_graph() if variant == "without" else _forced_worker(False):
+            return index(self, *args, **kwargs)  # counted, not forced
+
+    Engine.index = timed  # type: ignore[method-assign]
 
 
 def _child(variant: str, tree: str, index_dir: str) -> None:
@@ -322,14 +354,10 @@ def _child(variant: str, tree: str, index_dir: str) -> None:
 
     sys.argv = ["memserver", "index", tree, "--index-dir", index_dir, "--embedder", "none",
                 "--json"]  # fmt: skip
-    if variant == "without":
-        with _without_graph():
-            run()
-        return
+    _timed_index(variant)
     # said before the command ends (its exit handlers run, the output is flushed)
     atexit.register(lambda: SPAWNED and print(_WORKER_USED, file=sys.stderr))
-    with _forced_worker(False):  # counted, not forced
-        run()
+    run()
 
 
 def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
@@ -338,7 +366,8 @@ def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
     graph and without it in turn, paired run by run."""
     for variant in ("default", "without"):  # the files in the page cache
         _cli_run(tree, variant)
-    runs: dict[str, list[tuple[float, float, bool, float]]] = {"default": [], "without": []}
+    runs: dict[str, list[tuple[float, float, bool, float, float]]] = {
+        "default": [], "without": []}  # fmt: skip
     for turn in range(repeat):
         for variant in ("default", "without") if turn % 2 else ("without", "default"):
             runs[variant].append(_cli_run(tree, variant))
@@ -346,6 +375,7 @@ def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
     share, low, high = paired([r[0] for r in with_], [r[0] for r in without])
     whole = paired([r[1] for r in with_], [r[1] for r in without], of=[r[0] for r in without])
     command = paired([r[3] for r in with_], [r[3] for r in without], of=[r[0] for r in without])
+    work = paired([r[4] for r in with_], [r[4] for r in without], of=[r[0] for r in without])
     return {"tree": tree.name,
             "keyword_phase_s": round(statistics.median(r[0] for r in without), 3),
             "with_graph_s": round(statistics.median(r[0] for r in with_), 3),
@@ -354,6 +384,8 @@ def measure_cli(tree: Path, repeat: int) -> dict[str, Any]:
             "whole_run_paired_interval": [round(whole[1], 4), round(whole[2], 4)],
             "command_paired_share": round(command[0], 4),
             "command_paired_interval": [round(command[1], 4), round(command[2], 4)],
+            "index_work_paired_share": round(work[0], 4),
+            "index_work_paired_interval": [round(work[1], 4), round(work[2], 4)],
             "workers": sum(r[2] for r in with_), "repeat": repeat}  # fmt: skip
 
 
@@ -393,6 +425,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['tree']:<12} the command's extra time (process start to end), of the "
                   f"keyword phase: paired {r['command_paired_share']:+.1%}, 95 % interval "
                   f"{low:+.1%} .. {high:+.1%}")  # fmt: skip
+        for r in found:
+            low, high = r["index_work_paired_interval"]
+            print(f"{r['tree']:<12} the index work's extra time (Engine.index to the end), of "
+                  f"the keyword phase: paired {r['index_work_paired_share']:+.1%}, 95 % "
+                  f"interval {low:+.1%} .. {high:+.1%}")  # fmt: skip
         return 0
     results = [measure(t, max(1, args.repeat), args.embedder, args.split, args.floor)
                for t in args.trees]  # fmt: skip

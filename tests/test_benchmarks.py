@@ -102,6 +102,8 @@ def test_the_graph_benchmarks_run_on_a_small_package(
     assert command["keyword_phase_s"] > 0 and command["with_graph_s"] > 0
     low, high = command["whole_run_paired_interval"]
     assert low == command["whole_run_paired_share"] == high  # one repetition
+    low, high = command["index_work_paired_interval"]
+    assert low == command["index_work_paired_share"] == high
 
 
 def test_the_paired_share_and_its_interval() -> None:
