@@ -39,7 +39,7 @@ few hundredths.
 
 --cli times `memserver index` itself instead, as a user runs it: each run a process of its
 own (PATH and HOME, the model cache's variables and PYTHONPATH passed on), with the graph
-or without it (the same patches, applied before the command runs), in turn; the keyword
+or without it (the same patches, applied as `Engine.index` begins), in turn; the keyword
 phase is the `seconds_to_search` of its JSON summary. Such a run is longer than one here
 (its first grammars and queries are in it), and its share of the graph smaller. Only the
 paired share is given, for the keyword phase, the whole run, and the command (its process's
@@ -90,8 +90,9 @@ def _size(path: Path) -> int:
 @contextmanager
 def _without_graph() -> Iterator[None]:
     """No tags made and no graph rows written (what indexing cost before the graph): a
-    batch gives the store no file graphs. Nothing here imports the store (LanceDB), which
-    the command imports once its run begins, with the graph or without it."""
+    batch gives the store no file graphs (nor their keys: each file's version). What this
+    imports (the pipeline, the store's modules, pyarrow; LanceDB itself only once a store
+    opens) the command imports too, in `Engine.index`."""
     from memserver.ingest import tagging
     from memserver.ingest.pipeline import Indexer
     from memserver.ingest.tagging import Tagger
