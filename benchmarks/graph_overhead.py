@@ -420,17 +420,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"with the graph {r['with_graph_s']:.3f} s; paired share "
                   f"{r['paired_share']:+.1%}, 95 % interval {low:+.1%} .. {high:+.1%} "
                   f"({r['repeat']} repetitions, {r['workers']} with a tags worker)")  # fmt: skip
-        _print_whole(found)
-        for r in found:
-            low, high = r["command_paired_interval"]
-            print(f"{r['tree']:<12} the command's extra time (process start to end), of the "
-                  f"keyword phase: paired {r['command_paired_share']:+.1%}, 95 % interval "
-                  f"{low:+.1%} .. {high:+.1%}")  # fmt: skip
-        for r in found:
-            low, high = r["index_work_paired_interval"]
-            print(f"{r['tree']:<12} the index work's extra time (Engine.index to the end), of "
-                  f"the keyword phase: paired {r['index_work_paired_share']:+.1%}, 95 % "
-                  f"interval {low:+.1%} .. {high:+.1%}")  # fmt: skip
+        _print_extra(found, "whole_run", "the whole run's (after the keyword phase too)")
+        _print_extra(found, "command", "the command's (process start to end)")
+        _print_extra(found, "index_work", "the index work's (Engine.index to the end)")
         return 0
     results = [measure(t, max(1, args.repeat), args.embedder, args.split, args.floor)
                for t in args.trees]  # fmt: skip
@@ -453,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         low, high = r["paired_interval"]
         print(f"{r['tree']:<12}paired share (run by run) {r['paired_share']:+.1%}, 95 % interval "
               f"{low:+.1%} .. {high:+.1%} ({r['repeat']} repetitions)")  # fmt: skip
-    _print_whole(results)
+    _print_extra(results, "whole_run", "the whole run's (after the keyword phase too)")
     for r in results:
         if "floor_paired_share" in r:
             low, high = r["floor_paired_interval"]
@@ -467,12 +459,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _print_whole(results: list[dict[str, Any]]) -> None:
+def _print_extra(results: list[dict[str, Any]], column: str, whose: str) -> None:
+    """A column's extra time, of the keyword phase: `whose` "the whole run's (...)"."""
+    name, _, window = whose.partition(" (")
     for r in results:
-        low, high = r["whole_run_paired_interval"]
-        print(f"{r['tree']:<12} the whole run's extra time (after the keyword phase too), of the "
-              f"keyword phase: paired {r['whole_run_paired_share']:+.1%}, 95 % interval "
-              f"{low:+.1%} .. {high:+.1%}")  # fmt: skip
+        share, (low, high) = r[f"{column}_paired_share"], r[f"{column}_paired_interval"]
+        print(f"{r['tree']:<12} {name} extra time ({window}, of the keyword phase: paired "
+              f"{share:+.1%}, 95 % interval {low:+.1%} .. {high:+.1%}")  # fmt: skip
 
 
 if __name__ == "__main__":
